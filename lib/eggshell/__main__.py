@@ -1,0 +1,29 @@
+"""Dispatch `python -m eggshell PROG ARGS...` to the module behind each command.
+
+The bin/ bootstraps all end here, so the program name picks the module; modules
+are imported lazily so a hook does not pay for the CLI's imports (or numpy's).
+"""
+
+import importlib
+import sys
+
+PROGRAMS = {
+    "egg": "eggshell.cli",
+    "egg-hook": "eggshell.hook",
+    "egg-index": "eggshell.index",
+    "egg-query": "eggshell.query",
+    "egg-extract": "eggshell.extract",
+    "egg-save": "eggshell.save",
+}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in PROGRAMS:
+        print("usage: python -m eggshell {%s} [ARGS...]" % "|".join(PROGRAMS), file=sys.stderr)
+        return 2
+    module = importlib.import_module(PROGRAMS[argv[0]])
+    return module.main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
