@@ -1,0 +1,59 @@
+"""BM25 over term lists: the lexical half of retrieval, pure and in memory.
+
+A hit must also cover enough of the query (by idf weight) to count: BM25 alone
+rewards a single shared generic word, and handing an agent an unrelated turn costs
+more than handing it nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    index: int  # position of the document in the indexed list
+    score: float
+    coverage: float  # idf-weighted share of the query's distinct terms the document holds
+
+
+class BM25:
+    def __init__(self, docs: list[list[str]], k1: float = 1.2, b: float = 0.75):
+        self.k1, self.b = k1, b
+        self.tfs = [Counter(d) for d in docs]
+        self.lens = [len(d) for d in docs]
+        self.n = len(docs)
+        self.avgdl = (sum(self.lens) / self.n) if self.n else 0.0
+        df: Counter[str] = Counter()
+        for tf in self.tfs:
+            df.update(tf.keys())
+        self.df = df
+        self.postings: dict[str, list[int]] = {}
+        for i, tf in enumerate(self.tfs):
+            for t in tf:
+                self.postings.setdefault(t, []).append(i)
+
+    def idf(self, term: str) -> float:
+        n = self.df.get(term, 0)
+        return math.log(1.0 + (self.n - n + 0.5) / (n + 0.5))
+
+    def search(self, query: list[str], top_k: int = 8, min_coverage: float = 0.0) -> list[Scored]:
+        """Documents by descending score (ties: earlier document first)."""
+        q = list(dict.fromkeys(query))
+        if not q or not self.n:
+            return []
+        idf = {t: self.idf(t) for t in q}
+        total = sum(idf.values()) or 1.0
+        scores: dict[int, float] = {}
+        held: dict[int, float] = {}
+        for t in q:
+            for i in self.postings.get(t, ()):
+                f = self.tfs[i][t]
+                norm = self.k1 * (1 - self.b + self.b * self.lens[i] / (self.avgdl or 1.0))
+                scores[i] = scores.get(i, 0.0) + idf[t] * f * (self.k1 + 1) / (f + norm)
+                held[i] = held.get(i, 0.0) + idf[t]
+        out = [Scored(i, s, held[i] / total) for i, s in scores.items() if s > 0 and held[i] / total >= min_coverage]
+        out.sort(key=lambda x: (-x.score, x.index))
+        return out[:top_k]

@@ -1,0 +1,45 @@
+"""What every NDJSON stage shares: reading numbered lines, writing records, errors.
+
+Stages are filters: one JSON object per input line, one per output line, flushed as
+soon as it is complete so a stage can sit in a long-lived pipeline. Errors name the
+input and line and go to stderr; stdout carries only protocol records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import IO, Any, Iterator
+
+import ujson
+
+
+class InputError(ValueError):
+    """A malformed input line; str() names the line."""
+
+
+def read_ndjson(stream: IO[str], name: str = "<stdin>") -> Iterator[tuple[int, Any | InputError]]:
+    """Yield (line number, decoded object or InputError) for each non-blank line."""
+    for n, line in enumerate(stream, 1):
+        if not line.strip():
+            continue
+        try:
+            yield n, ujson.loads(line)
+        except (ValueError, OverflowError) as e:
+            yield n, InputError("%s:%d: not valid JSON (%s)" % (name, n, e))
+
+
+def write(obj: Any, out: IO[str] | None = None) -> None:
+    out = out or sys.stdout
+    out.write(ujson.dumps(obj, ensure_ascii=False, escape_forward_slashes=False) + "\n")
+    out.flush()
+
+
+def warn(prog: str, msg: str) -> None:
+    print("%s: %s" % (prog, msg), file=sys.stderr, flush=True)
+
+
+def parser(prog: str, description: str, epilog: str | None = None) -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(
+        prog=prog, description=description, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
+    )

@@ -1,0 +1,87 @@
+"""Unicode-aware terms for lexical search.
+
+Text is NFKC-normalized and case-folded. Words are Unicode letters and digits (so
+accented Latin, Greek, Cyrillic and Hangul survive); Han and kana runs become
+character bigrams, since they are written without spaces. Identifiers such as
+`late_fee`, `parseConfig`, `src/app.py` or `a.b.c` are kept whole and also split
+into their parts, so either spelling finds them. Trailing sentence punctuation is
+not part of a term.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Letters, digits, marks and the joiners that make identifiers: _ . / : - @ #
+_RAW = re.compile(r"[\w\u0300-\u036f.:/@#-]+")
+_JOINERS = "._/:-@#"
+_SPLIT = re.compile(r"[._/:@#-]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_a-zA-Z]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
+
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being
+    below between both but by can could did do does doing done down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just let
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over own
+    please same she should so some such than that the their theirs them themselves then there these they
+    this those through to too under until up us very via was we were what when where which while who whom
+    why will with would you your yours yourself yourselves""".split()
+)
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
+def _is_identifier(tok: str) -> bool:
+    inner = tok.strip(_JOINERS)
+    if any(c in _JOINERS for c in inner):
+        return True
+    has_digit = any(c.isdigit() for c in tok)
+    has_alpha = any(c.isalpha() for c in tok)
+    if has_digit and has_alpha:
+        return True
+    return any(c.isupper() for c in tok[1:]) and any(c.islower() for c in tok)
+
+
+def _bigrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """The terms of a text, in order, with repeats (term frequency matters)."""
+    out: list[str] = []
+    for m in _RAW.finditer(_fold(text)):
+        tok = m.group().strip(_JOINERS)
+        if not tok:
+            continue
+        if _CJK.search(tok):
+            # Split CJK runs from any Latin/digits around them.
+            pos = 0
+            for cm in _CJK.finditer(tok):
+                if cm.start() > pos:
+                    out.extend(terms(tok[pos : cm.start()], keep_stopwords=keep_stopwords))
+                out.extend(_bigrams(cm.group()))
+                pos = cm.end()
+            if pos < len(tok):
+                out.extend(terms(tok[pos:], keep_stopwords=keep_stopwords))
+            continue
+        whole = tok.casefold()
+        if _is_identifier(tok):
+            out.append(whole)
+            for piece in _SPLIT.split(tok):
+                parts = [p for p in _CAMEL.findall(piece) if p] or [piece]
+                if len(parts) > 1 and piece.casefold() != whole:
+                    out.append(piece.casefold())
+                for p in parts:
+                    p = p.casefold()
+                    if p and p != whole and (keep_stopwords or p not in STOPWORDS) and (len(p) > 1 or p.isdigit()):
+                        out.append(p)
+            continue
+        if keep_stopwords or whole not in STOPWORDS:
+            out.append(whole)
+    return out

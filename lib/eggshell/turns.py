@@ -1,0 +1,201 @@
+"""Turn records and the turn compiler: one agent turn becomes a handful of Values.
+
+A turn record is the host-neutral description of what happened:
+
+    {"session":S,"turn":T,"cwd":DIR,"prompt":P,
+     "tools":[{"name":N,"id":I,"input":{...},"output":...}],"answer":A|null}
+
+The compiler never invents anything: each tool call becomes Work -> Outcome with a
+native Occurrence (observed outcome first), the turn becomes an All whose last child
+is a permanently open remainder (so reusing a turn can never close a new one), and
+an answered turn adds its own Outcome (work first) and a Receipt. A turn with no
+answer keeps what was observed and an "interrupted" Receipt, never an answer.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .identity import canonical_json
+from .values import Apply, Atom, E, Op, S, Value, apply
+
+REMAINDER_MARKER = (
+    "Use the selected prior WORK->OUTCOME graph as completed or advisory history; do not redo prior "
+    "native work just to verify it; re-check only on changed inputs, missing required evidence or a "
+    "concrete contradiction; do every uncovered action needed to answer: "
+)
+RECEIPT_MARK = "eggshell receipt v1"
+INTERRUPTED = "interrupted before final response"
+
+
+class TurnError(ValueError):
+    """A turn record that cannot be compiled; the message says which field and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    name: str
+    id: str
+    input: Any
+    output: str  # normalized across hosts, see normalize_output
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    session: str
+    turn: str
+    cwd: str
+    prompt: str
+    tools: tuple[ToolCall, ...]
+    answer: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    roots: tuple[Value, ...]
+    request: Atom
+    decomposition: Apply  # the turn's All
+    answer_outcome: Apply | None  # the turn's own Outcome, when it was answered
+    tool_outcomes: tuple[Apply, ...]
+    receipt: Apply
+
+
+def normalize_output(output: Any) -> str:
+    """One text for a tool's output, whatever the host sent.
+
+    Codex sends Bash output as a plain string, Claude Code as an object with stdout and
+    stderr; both become the text a terminal would have shown. Anything else is kept as
+    canonical JSON so no information is lost.
+    """
+    if output is None:
+        return ""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, dict) and ("stdout" in output or "stderr" in output):
+        out = output.get("stdout") or ""
+        err = output.get("stderr") or ""
+        if not isinstance(out, str) or not isinstance(err, str):
+            return canonical_json(output)
+        text = out
+        if err:
+            text += ("" if not text or text.endswith("\n") else "\n") + err
+        if output.get("interrupted") is True:
+            text += ("" if not text or text.endswith("\n") else "\n") + "[interrupted]"
+        return text
+    return canonical_json(output)
+
+
+def work_text(name: str, tool_input: Any) -> str:
+    """Canonical tool Work: the tool name, a newline, canonical JSON of its input."""
+    return name + "\n" + canonical_json(tool_input)
+
+
+def split_work(text: str) -> tuple[str, Any] | None:
+    """Inverse of work_text for display: (name, input), or None for non-tool text."""
+    import json
+
+    name, sep, rest = text.partition("\n")
+    if not sep or not name or " " in name:
+        return None
+    try:
+        return name, json.loads(rest)
+    except ValueError:
+        return None
+
+
+def _field(d: dict, key: str, kind: type, where: str, *, empty_ok: bool = False) -> Any:
+    if key not in d:
+        raise TurnError("%s: missing %r" % (where, key))
+    v = d[key]
+    if not isinstance(v, kind) or isinstance(v, bool):
+        raise TurnError("%s: %r must be a %s, got %s" % (where, key, kind.__name__, type(v).__name__))
+    if kind is str and not empty_ok and not v:
+        raise TurnError("%s: %r must not be empty" % (where, key))
+    return v
+
+
+def parse_turn(d: Any) -> Turn:
+    """Validate a decoded turn record; raises TurnError naming the bad field."""
+    if not isinstance(d, dict):
+        raise TurnError("a turn record must be a JSON object")
+    session = _field(d, "session", str, "turn")
+    turn = _field(d, "turn", str, "turn")
+    cwd = _field(d, "cwd", str, "turn", empty_ok=True)
+    prompt = _field(d, "prompt", str, "turn")
+    tools_raw = d.get("tools", [])
+    if not isinstance(tools_raw, list):
+        raise TurnError("turn: 'tools' must be a list")
+    tools = []
+    for i, t in enumerate(tools_raw):
+        where = "tools[%d]" % i
+        if not isinstance(t, dict):
+            raise TurnError("%s: must be an object with name, id, input, output" % where)
+        name = _field(t, "name", str, where)
+        if "\n" in name:
+            raise TurnError("%s: 'name' must be one line" % where)
+        tid = _field(t, "id", str, where)
+        if "input" not in t:
+            raise TurnError("%s: missing 'input'" % where)
+        try:
+            canonical_json(t["input"])
+        except ValueError as e:
+            raise TurnError("%s: 'input' is not representable as JSON (%s)" % (where, e)) from None
+        tools.append(ToolCall(name, tid, t["input"], normalize_output(t.get("output"))))
+    answer = d.get("answer")
+    if answer is not None and not isinstance(answer, str):
+        raise TurnError("turn: 'answer' must be a string or null")
+    if answer == "":
+        answer = None
+    return Turn(session, turn, cwd, prompt, tuple(tools), answer)
+
+
+def relative_cwd(cwd: str, root: str | None) -> str:
+    """The cwd as stored: relative to the project root when inside it.
+
+    Absolute paths would tie stored identity to one machine's checkout location.
+    """
+    if root and cwd:
+        a, r = os.path.abspath(cwd), os.path.abspath(root)
+        if a == r or a.startswith(r.rstrip(os.sep) + os.sep):
+            return os.path.relpath(a, r)
+    return cwd
+
+
+def compile_turn(t: Turn) -> Compiled:
+    """The Values one turn adds to the graph (see the module docstring)."""
+    sess, turn_id = Atom.text(t.session), Atom.text(t.turn)
+    request = Atom.text(t.prompt)
+    remainder = Atom.text(REMAINDER_MARKER + t.prompt)
+    outcomes: list[Apply] = []
+    works: list[Atom] = []
+    for call in t.tools:
+        w = Atom.text(work_text(call.name, call.input))
+        o = Atom.text(call.output)
+        occ = apply(Op.OCCURRENCE, (S, o), (S, w), (E, sess), (E, turn_id), (E, Atom.text(call.id)))
+        outcomes.append(apply(Op.OUTCOME, (S, w), (S, o), (E, occ)))
+        if w != request and w not in works:
+            works.append(w)
+    decomposition = apply(Op.ALL, (S, request), *[(S, w) for w in works], (S, remainder))
+    mark = Atom.text(RECEIPT_MARK)
+    cwd = Atom.text(t.cwd)
+    answer_outcome = None
+    if t.answer is not None:
+        f = Atom.text(t.answer)
+        tocc = apply(Op.OCCURRENCE, (S, request), (S, f), (E, sess), (E, turn_id), (E, cwd))
+        answer_outcome = apply(Op.OUTCOME, (S, request), (S, f), (E, tocc))
+        receipt = apply(Op.RECEIPT, (E, sess), (E, turn_id), (E, request), (E, f), (E, answer_outcome), (E, decomposition), (E, mark))
+        tail: list[Value] = [decomposition, answer_outcome, receipt]
+    elif t.tools:
+        receipt = apply(
+            Op.RECEIPT, (E, sess), (E, turn_id), (E, request), (E, cwd), (E, decomposition), (E, mark), (E, Atom.text(INTERRUPTED))
+        )
+        tail = [decomposition, receipt]
+    else:
+        raise TurnError("turn %s has neither an answer nor any tool call: nothing was observed to store" % t.turn)
+    roots: list[Value] = []
+    for v in [*outcomes, *tail]:
+        if v not in roots:
+            roots.append(v)
+    return Compiled(tuple(roots), request, decomposition, answer_outcome, tuple(outcomes), receipt)
