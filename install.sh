@@ -71,6 +71,7 @@ step() {
   step_no=$1
   step_name=$2
   step_hint=""
+  if [ -n "${log:-}" ]; then : >"$log"; fi    # the log holds the current step's output only
   say "[$step_no/$NSTEPS] $step_name ..."
 }
 words() { printf '%s' "$1" | tr '\n' ' '; }  # a list of lines as one line
@@ -80,7 +81,7 @@ die() {
     printf 'eggshell install: FAILED at step %s/%s (%s): %s\n' "$step_no" "$NSTEPS" "$step_name" "$1"
     if [ -n "${log:-}" ] && [ -s "$log" ]; then
       printf 'eggshell install: last lines of the log:\n'
-      tail -n 25 "$log" | sed 's/^/    /'
+      grep -v 'is ignored: it is neither a file nor a directory' "$log" | tail -n 25 | sed 's/^/    /'
     fi
     if [ -n "$step_hint" ]; then printf 'eggshell install: what to do: %s\n' "$step_hint"; fi
     printf 'eggshell install: nothing was left half-installed; fix the above and run ./install.sh again.\n'

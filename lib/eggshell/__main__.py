@@ -21,8 +21,23 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in PROGRAMS:
         print("usage: python -m eggshell {%s} [ARGS...]" % "|".join(PROGRAMS), file=sys.stderr)
         return 2
+    if argv[0] == "egg-hook":
+        return _hook(argv[1:])
     module = importlib.import_module(PROGRAMS[argv[0]])
     return module.main(argv[1:])
+
+
+def _hook(argv: list[str]) -> int:
+    """egg-hook fails open even if Eggshell itself cannot be imported."""
+    try:
+        from . import hook
+
+        return hook.main(argv)
+    except BaseException as e:  # noqa: BLE001 - the agent must never be blocked
+        sys.stdout.write("{}\n")
+        sys.stdout.flush()
+        print("egg-hook: failed open: %s: %s" % (type(e).__name__, e), file=sys.stderr)
+        return 0
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any, Iterable
 
-from .values import Apply, Atom, Auth, Value
+from .values import Atom, Auth, Value
 
 DISPLAY_KEY_LEN = 12
 VALUE_DOMAIN = "eggshell.value"

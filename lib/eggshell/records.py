@@ -14,7 +14,7 @@ from typing import Iterable
 from .identity import content_hex, display_key
 from .store import Graph
 from .turns import INTERRUPTED, RECEIPT_MARK, split_work
-from .values import Apply, Atom, Op, Value, readable
+from .values import Apply, Op, Value, readable
 
 OUTPUT_CAP = 1000  # characters of each tool output that go into searchable text
 RECORD_CAP = 8000  # characters of searchable text per record, so one huge turn cannot stall search

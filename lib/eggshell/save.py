@@ -7,12 +7,12 @@ embeds new records at save time. A replayed turn adds nothing and prints nothing
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from typing import IO
 
 from . import stage
+from .paths import find_project
 from .records import index_items, view_of_turn
 from .store import EggError, Store
 from .turns import Turn, TurnError, compile_turn, parse_turn, relative_cwd
@@ -27,23 +27,11 @@ class Saved:
     index: list[dict]
 
 
-def find_root(start: str) -> str | None:
-    """The nearest directory at or above `start` that holds `.eggshell.toml`."""
-    d = os.path.abspath(start)
-    while True:
-        if os.path.isfile(os.path.join(d, ".eggshell.toml")):
-            return d
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
-
-
 def save_turn(store: Store, record: dict, root: str | None = None) -> Saved:
     """Compile and commit one decoded turn record (the in-process form of egg-save)."""
     t = parse_turn(record)
     if t.cwd:
-        base = root if root is not None else find_root(t.cwd)
+        base = root if root is not None else find_project(t.cwd)
         t = Turn(t.session, t.turn, relative_cwd(t.cwd, base), t.prompt, t.tools, t.answer)
     compiled = compile_turn(t)
     c = store.commit(compiled.roots, session=t.session, turn=t.turn)

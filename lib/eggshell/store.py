@@ -23,6 +23,7 @@ import portalocker
 
 from . import eggfile as ef
 from .identity import content_hex, resolve_key
+from .paths import private_dir
 from .values import Apply, Atom, ShapeError, Value, union_admissible, walk
 
 LOCK_TIMEOUT_S = 30.0
@@ -372,7 +373,7 @@ class _Locked:
         d = os.path.dirname(os.path.abspath(path))
         made_dir = not os.path.isdir(d)
         try:
-            os.makedirs(d, mode=0o700, exist_ok=True)
+            private_dir(d)
         except OSError as e:
             raise EggError("%s: cannot create directory %s: %s" % (path, d, e.strerror)) from None
         lock_path = path + ".lock"
@@ -466,7 +467,7 @@ def write_compact(path: str, header: ef.Header, graphs: list[Graph]) -> int:
     """
     check_path(path)
     d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, mode=0o700, exist_ok=True)
+    private_dir(d)
     commits: dict[str, ef.Commit] = {}
     unlinks: dict[str, ef.Unlink] = {}
     nodes: dict[str, Value] = {}

@@ -1,0 +1,79 @@
+# Eggshell: developer targets. `make help` lists them.
+# The Python environment is the one ./install.sh makes; run that first.
+
+PREFIX     := $(or $(EGGSHELL_PREFIX),$(HOME)/.local)
+VENV       := $(PREFIX)/share/eggshell/venv
+PY         := $(VENV)/bin/python
+DATA       ?= ../shared/data
+
+# Test tools from npm live in a repo-local prefix (ignored by git).
+NPM_PREFIX    := $(CURDIR)/.cache/npm
+NPM_BIN       := $(NPM_PREFIX)/node_modules/.bin
+# bats declares its bin as a directory, which npm does not link into .bin: use it directly.
+BATS_BIN      := $(NPM_PREFIX)/node_modules/bats/bin
+BATS_VERSION  := 1.13.0
+CODEX_VERSION := 0.169.0
+PY_TEST_TOOLS := pytest>=8 hypothesis>=6.100
+
+# Tests find bats and codex on PATH, and import the checkout's code.
+export PATH := $(BATS_BIN):$(NPM_BIN):$(PATH)
+export PYTHONPATH := $(CURDIR)/lib$(if $(PYTHONPATH),:$(PYTHONPATH))
+
+.PHONY: help install test test-tools pytest bats bench eval lint
+
+help:
+	@echo "make targets:"
+	@echo "  install     run ./install.sh (venv, model and commands under $(PREFIX))"
+	@echo "  test        every test: pytest over tests/, then bats tests/bats (installs test tools if missing)"
+	@echo "  test-tools  install pytest+hypothesis into the venv, bats+codex into .cache/npm, if missing"
+	@echo "  pytest      only the Python tests        bats  only the bats tests"
+	@echo "  bench       run every tests/bench/bench_*.py with the venv's Python"
+	@echo "  eval        python -m eggshell.eval DATA (DATA=$(DATA))"
+	@echo "  lint        shellcheck bin/* install.sh .ci/run"
+	@echo "variables: EGGSHELL_PREFIX (now $(PREFIX)), DATA"
+
+install:
+	./install.sh
+
+$(PY):
+	@echo "make: no Eggshell environment at $(VENV): run ./install.sh first (or set EGGSHELL_PREFIX)" >&2
+	@exit 1
+
+test-tools: $(PY)
+	@$(PY) -c 'import pytest, hypothesis' 2>/dev/null || { \
+	  echo "make: installing $(PY_TEST_TOOLS) into $(VENV)"; \
+	  $(PY) -m pip install --quiet --disable-pip-version-check $(foreach p,$(PY_TEST_TOOLS),'$(p)'); }
+	@if [ -x "$(BATS_BIN)/bats" ] && "$(NPM_BIN)/codex" --version 2>/dev/null | grep -qx 'codex-cli $(CODEX_VERSION)'; then :; else \
+	  command -v npm >/dev/null || { echo "make: npm is needed to install bats and codex (apt-get install npm)" >&2; exit 1; }; \
+	  echo "make: installing bats@$(BATS_VERSION) and @openai/codex@$(CODEX_VERSION) into $(NPM_PREFIX)"; \
+	  mkdir -p "$(NPM_PREFIX)" && \
+	  npm install --prefix "$(NPM_PREFIX)" --no-audit --no-fund --save-exact --loglevel=error \
+	    bats@$(BATS_VERSION) @openai/codex@$(CODEX_VERSION); \
+	fi
+
+# Both suites always run; the target fails if either does (pytest's exit 5, no tests, included).
+test: test-tools
+	@rc_py=0; rc_bats=0; \
+	echo "== pytest tests/"; $(PY) -m pytest tests || rc_py=$$?; \
+	echo "== bats tests/bats"; bats tests/bats || rc_bats=$$?; \
+	echo "== make test: pytest exit $$rc_py, bats exit $$rc_bats"; \
+	[ $$rc_py -eq 0 ] && [ $$rc_bats -eq 0 ]
+
+pytest: test-tools
+	$(PY) -m pytest tests
+
+bats: test-tools
+	bats tests/bats
+
+bench: $(PY)
+	@set -- tests/bench/bench_*.py; \
+	[ -f "$$1" ] || { echo "make: no tests/bench/bench_*.py to run" >&2; exit 1; }; \
+	rc=0; for b in "$$@"; do \
+	  echo "== $$b"; $(PY) "$$b" || { echo "make: $$b failed" >&2; rc=1; }; \
+	done; exit $$rc
+
+eval: $(PY)
+	$(PY) -m eggshell.eval $(DATA)
+
+lint:
+	shellcheck bin/* install.sh .ci/run

@@ -1,0 +1,393 @@
+"""egg: the human CLI (set-up, inspection and maintenance of `.egg` stores).
+
+Every subcommand prints what it did, exits 0 on success, 1 when it found a problem
+(damage, nothing found), and 2 on a usage or environment error, with a message that
+says what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+
+from . import __version__, config as _config, eggfile as ef
+from .identity import KeyError_, display_key
+from .paths import PROJECT_CONFIG, Paths, from_env, private_dir
+from .query import Searcher
+from .records import TurnView, command_of, turn_views
+from .store import EggError, Graph, Store, compact, merge
+from .values import Atom, readable
+
+PROG = "egg"
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
+HOOK_TIMEOUT_S = 30
+
+EGGS_GITIGNORE = """# Eggshell stores hold your prompts and tool outputs: private by default.
+# To share a store through git, delete the `*` line below and add this line to the
+# repository's .gitattributes so concurrent appends merge cleanly:
+#     *.egg merge=union
+*
+!.gitignore
+"""
+
+
+class CliError(Exception):
+    """A user-facing failure; exit status 2 unless `status` says otherwise."""
+
+    def __init__(self, msg: str, status: int = 2):
+        super().__init__(msg)
+        self.status = status
+
+
+def say(msg: str = "") -> None:
+    print(msg, flush=True)
+
+
+# -- init ---------------------------------------------------------------------------
+
+
+def cmd_init(a, paths: Paths) -> int:
+    root = os.path.abspath(a.dir)
+    if not os.path.isdir(root):
+        raise CliError("%s is not a directory" % root)
+    cfg_path = os.path.join(root, PROJECT_CONFIG)
+    if os.path.exists(cfg_path):
+        say("kept     %s (already there)" % cfg_path)
+    else:
+        with open(cfg_path, "x", encoding="utf-8") as f:
+            f.write(_config.PROJECT_TEMPLATE)
+        say("wrote    %s" % cfg_path)
+    cfg = _config.load(paths, root)
+    eggs_dir = os.path.dirname(cfg.write_egg)
+    existed = os.path.isdir(eggs_dir)
+    private_dir(eggs_dir)
+    say("%s %s/" % ("kept    " if existed else "created ", eggs_dir))
+    gi = os.path.join(eggs_dir, ".gitignore")
+    if not os.path.exists(gi):
+        with open(gi, "w", encoding="utf-8") as f:
+            f.write(EGGS_GITIGNORE)
+        say("wrote    %s" % gi)
+    say("Eggshell will record turns run in %s to %s." % (root, os.path.relpath(cfg.write_egg, root)))
+    say("Next: `egg install codex` (once per machine), then review the hooks in Codex with /hooks.")
+    return 0
+
+
+# -- install / uninstall codex -----------------------------------------------------------
+
+
+def _hooks_file(paths: Paths, codex_home: str | None) -> str:
+    return os.path.join(codex_home or paths.codex_home, "hooks.json")
+
+
+def _read_hooks(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return {}
+    except ValueError as e:
+        raise CliError("%s: not valid JSON (%s); fix or move it, then run this again (nothing was changed)" % (path, e))
+    if not isinstance(data, dict) or not isinstance(data.get("hooks", {}), dict):
+        raise CliError('%s: expected {"hooks": {EVENT: [...]}}; nothing was changed' % path)
+    return data
+
+
+def _is_ours(hook: object) -> bool:
+    if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
+        return False
+    try:
+        argv = shlex.split(hook["command"])
+    except ValueError:
+        return False
+    return bool(argv) and os.path.basename(argv[0]) == "egg-hook"
+
+
+def _without_ours(data: dict) -> tuple[dict, int]:
+    """The hooks config with every egg-hook entry removed, and how many were removed."""
+    removed = 0
+    hooks = {}
+    for event, groups in data.get("hooks", {}).items():
+        if not isinstance(groups, list):
+            hooks[event] = groups
+            continue
+        kept_groups = []
+        for g in groups:
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list):
+                kept = [h for h in g["hooks"] if not _is_ours(h)]
+                removed += len(g["hooks"]) - len(kept)
+                if kept:
+                    kept_groups.append({**g, "hooks": kept})
+            else:
+                kept_groups.append(g)
+        if kept_groups:
+            hooks[event] = kept_groups
+    out = {**data, "hooks": hooks}
+    return out, removed
+
+
+def _write_json(path: str, data: dict) -> None:
+    private_dir(os.path.dirname(path))
+    tmp = "%s.tmp-%d" % (path, os.getpid())
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def cmd_install(a, paths: Paths) -> int:
+    path = _hooks_file(paths, a.codex_home)
+    hook_bin = os.path.join(paths.bin_dir, "egg-hook")
+    if not os.access(hook_bin, os.X_OK):
+        raise CliError("%s is missing or not executable; run ./install.sh first" % hook_bin)
+    data, removed = _without_ours(_read_hooks(path))
+    command = "%s codex" % shlex.quote(hook_bin)
+    for event in HOOK_EVENTS:
+        entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
+        data["hooks"].setdefault(event, []).append({"hooks": [entry]})
+    _write_json(path, data)
+    say("%s %s: Eggshell hooks for %s" % ("updated" if removed else "wrote  ", path, ", ".join(HOOK_EVENTS)))
+    say("command: %s" % command)
+    say("Other hooks in that file were kept. Review and trust the new hooks in Codex with /hooks.")
+    return 0
+
+
+def cmd_uninstall(a, paths: Paths) -> int:
+    path = _hooks_file(paths, a.codex_home)
+    if not os.path.exists(path):
+        say("nothing to do: %s does not exist" % path)
+        return 0
+    data, removed = _without_ours(_read_hooks(path))
+    if not removed:
+        say("nothing to do: no Eggshell hooks in %s" % path)
+        return 0
+    _write_json(path, data)
+    say("removed %d Eggshell hook%s from %s; other hooks were kept" % (removed, "" if removed == 1 else "s", path))
+    return 0
+
+
+# -- reading stores -------------------------------------------------------------------
+
+
+def _stores(a, paths: Paths) -> list[Store]:
+    eggs = a.egg
+    if not eggs:
+        cfg = _config.load(paths, os.getcwd())
+        if cfg.project_root is None:
+            raise CliError("not in an Eggshell project (no %s here or above); pass --egg PATH or run `egg init`" % PROJECT_CONFIG)
+        eggs = cfg.read_eggs
+    out = []
+    for p in eggs:
+        if a.egg and not os.path.exists(p):
+            raise CliError("%s: no such file" % p)
+        out.append(Store.open(p))
+    return out
+
+
+def _turn_text(v: TurnView) -> str:
+    lines = [
+        "turn %s  session %s  turn %s  %s" % (v.key, v.session, v.turn, v.time),
+        "store %s%s" % (v.store, "  cwd %s" % v.cwd if v.cwd else ""),
+        "",
+        "REQUEST",
+        v.prompt,
+        "",
+    ]
+    for t in v.tools:
+        lines += ["TOOL %s %s: %s" % (display_key(t.id), t.work.partition("\n")[0], command_of(t.work)), t.outcome.rstrip("\n"), ""]
+    lines += ["OUTCOME" if v.answer is not None else "OUTCOME none (interrupted before a final answer)"]
+    if v.answer is not None:
+        lines.append(v.answer)
+    return "\n".join(lines)
+
+
+def _value_text(g: Graph, nid: str, v) -> str:
+    if isinstance(v, Atom):
+        return readable(v)
+    for t in turn_views(g):
+        for tool in t.tools:
+            if tool.id == nid:
+                return "tool %s from turn %s (session %s, turn %s)\n\nWORK\n%s\n\nOUTCOME\n%s" % (
+                    display_key(nid), t.key, t.session, t.turn, tool.work, tool.outcome.rstrip("\n"))
+    args = "\n".join("  %s %s %s" % (r.auth.name.lower(), display_key(r.target), _short(r.target)) for r in v.args)
+    return "%s %s\n%s" % (v.op.value, display_key(nid), args)
+
+
+def _short(v) -> str:
+    s = " ".join(readable(v).split())
+    return s if len(s) <= 80 else s[:79] + "…"
+
+
+def cmd_show(a, paths: Paths) -> int:
+    stores = _stores(a, paths)
+    ids = {nid: s for s in stores for nid in s.graph.nodes}
+    from .identity import resolve_key
+
+    try:
+        nid = resolve_key(a.key, ids)
+    except KeyError_ as e:
+        raise CliError(str(e), 1)
+    store = ids[nid]
+    for t in turn_views(store.graph):
+        if t.id == nid:
+            say(_turn_text(t))
+            return 0
+    say(_value_text(store.graph, nid, store.graph.nodes[nid]))
+    return 0
+
+
+def cmd_find(a, paths: Paths) -> int:
+    searcher = Searcher(_stores(a, paths))
+    hits = searcher.search(" ".join(a.text), a.top_k, a.min_coverage)
+    if not hits:
+        say("no matching turns")
+        return 1
+    for h in hits:
+        v = searcher.by_id[h.id]
+        say("%s  %6.2f  %s  %s" % (h.key, h.score, v.time[:10], _short(Atom.text(v.prompt))))
+        if v.answer:
+            say("              => %s" % _short(Atom.text(v.answer)))
+    return 0
+
+
+# -- maintenance -------------------------------------------------------------------------
+
+
+def cmd_fsck(a, paths: Paths) -> int:
+    status = 0
+    for path in a.files:
+        if not os.path.exists(path):
+            say("%s: no such file" % path)
+            status = 1
+            continue
+        bad = 0
+        with open(path, "rb") as f:
+            data = f.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        for n, line in enumerate(complete.split(b"\n")[:-1], 1):
+            try:
+                ef.parse_record(line)
+            except ef.RecordError as e:
+                say("%s:%d: %s" % (path, n, e))
+                bad += 1
+        if not bad:
+            try:
+                s = Store.open(path)
+            except EggError as e:
+                say(str(e))
+                bad += 1
+        if bad:
+            say("%s: DAMAGED (%s); the file was not changed. Keep a copy; `egg compact` refuses damaged files." % (path, "%d bad line%s" % (bad, "" if bad == 1 else "s")))
+            status = 1
+            continue
+        g = s.graph
+        torn = len(data) - len(complete)
+        say("%s: ok: %d lines, %d commits, %d turns, %d roots, %d unions%s" % (
+            path, g.lines, len(g.commits), len(turn_views(g)), len(g.root_ids), len(g.unions()),
+            "; an incomplete last line (%d bytes, from an interrupted write) is ignored" % torn if torn else ""))
+    return status
+
+
+def cmd_compact(a, paths: Paths) -> int:
+    for path in a.files:
+        if not os.path.exists(path):
+            raise CliError("%s: no such file" % path)
+        before, after = compact(path)
+        say("%s: compacted, %d lines -> %d" % (path, before, after))
+    return 0
+
+
+def cmd_merge(a, paths: Paths) -> int:
+    if os.path.exists(a.output) and not a.force:
+        raise CliError("%s exists; choose another -o or pass --force to replace it" % a.output)
+    n = merge(a.inputs, a.output)
+    say("merged %s into %s (%d lines)" % (", ".join(a.inputs), a.output, n))
+    return 0
+
+
+def cmd_status(a, paths: Paths) -> int:
+    cfg = _config.load(paths, os.getcwd())
+    say("eggshell %s" % __version__)
+    say("prefix     %s" % paths.prefix)
+    say("data root  %s" % paths.data_root)
+    say("config     %s" % (", ".join(cfg.sources) or "(defaults)"))
+    if cfg.project_root is None:
+        say("project    none here (run `egg init` to record this directory)")
+        return 0
+    say("project    %s" % cfg.project_root)
+    for p in cfg.read_eggs:
+        n = len(turn_views(Store.open(p).graph)) if os.path.exists(p) else 0
+        say("store      %s (%d turns)%s" % (p, n, "  [write]" if p == cfg.write_egg else ""))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Eggshell: local memory for coding agents. Records agent turns in .egg stores and hands relevant prior work back.",
+        epilog="Run `egg COMMAND --help` for details. Docs: docs/ in the Eggshell source.",
+    )
+    p.add_argument("--version", action="version", version="eggshell %s" % __version__)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    s = sub.add_parser("init", help="start recording a project: write .eggshell.toml and .eggs/")
+    s.add_argument("dir", nargs="?", default=".", help="project directory (default: here)")
+    s.set_defaults(fn=cmd_init)
+
+    for name, fn, text in (("install", cmd_install, "register Eggshell's hooks with a host"), ("uninstall", cmd_uninstall, "remove Eggshell's hooks from a host, keeping all others")):
+        s = sub.add_parser(name, help=text)
+        s.add_argument("host", choices=["codex"], help="the agent host")
+        s.add_argument("--codex-home", metavar="DIR", help="Codex's home (default: $CODEX_HOME or ~/.codex)")
+        s.set_defaults(fn=fn)
+
+    def stores_opt(s):
+        s.add_argument("--egg", action="append", metavar="PATH", help="a store to read (repeatable; default: this project's stores)")
+
+    s = sub.add_parser("show", help="print a recorded turn, tool outcome or node by its key")
+    s.add_argument("key", help="a display key (12 hex characters) or any unique prefix of an id")
+    stores_opt(s)
+    s.set_defaults(fn=cmd_show)
+
+    s = sub.add_parser("find", help="search recorded turns")
+    s.add_argument("text", nargs="+", help="what to look for")
+    s.add_argument("--top-k", type=int, default=8)
+    s.add_argument("--min-coverage", type=float, default=0.2)
+    stores_opt(s)
+    s.set_defaults(fn=cmd_find)
+
+    s = sub.add_parser("fsck", help="check .egg files; exit 1 on damage (nothing is ever repaired)")
+    s.add_argument("files", nargs="+", metavar="FILE")
+    s.set_defaults(fn=cmd_fsck)
+
+    s = sub.add_parser("compact", help="rewrite a store without duplicate or orphan lines (atomic)")
+    s.add_argument("files", nargs="+", metavar="FILE")
+    s.set_defaults(fn=cmd_compact)
+
+    s = sub.add_parser("merge", help="combine stores into a new one (git's union merge driver also works: *.egg merge=union)")
+    s.add_argument("inputs", nargs="+", metavar="IN")
+    s.add_argument("-o", "--output", required=True, metavar="OUT")
+    s.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    s.set_defaults(fn=cmd_merge)
+
+    s = sub.add_parser("status", help="show the paths, config and stores in force here")
+    s.set_defaults(fn=cmd_status)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    a = build_parser().parse_args(argv)
+    paths = from_env()
+    try:
+        return a.fn(a, paths)
+    except CliError as e:
+        print("%s: %s" % (PROG, e), file=sys.stderr)
+        return e.status
+    except (EggError, _config.ConfigError) as e:
+        print("%s: %s" % (PROG, e), file=sys.stderr)
+        return 1 if isinstance(e, EggError) else 2
+    except OSError as e:
+        print("%s: %s" % (PROG, e), file=sys.stderr)
+        return 2

@@ -1,0 +1,113 @@
+"""Codex CLI hooks (Claude Code sends the same shape and is served here too).
+
+Each event is one short process. What must survive is written first: the prompt at
+UserPromptSubmit and every tool result at PostToolUse go to the durable journal
+before any search runs; Stop commits the journaled turn with its final answer. The
+caller (hook.py) turns any exception into `{}`, so the agent is never blocked.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import uuid
+from typing import Any
+
+from .. import config as _config
+from ..handoff import render
+from ..journal import Journal, turn_record
+from ..paths import Paths
+from ..query import Searcher
+from ..records import turn_views
+from ..save import save_turn
+from ..store import Store
+
+
+class PayloadError(ValueError):
+    """A hook payload without the fields its event needs."""
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _need_str(p: dict, key: str) -> str:
+    v = p.get(key)
+    if not isinstance(v, str) or not v:
+        raise PayloadError("%s payload has no %r" % (p.get("hook_event_name"), key))
+    return v
+
+
+def _turn_id(p: dict, journal: Journal, session: str) -> str | None:
+    # Codex sends turn_id; Claude Code sends prompt_id; otherwise the session's open turn.
+    for key in ("turn_id", "prompt_id"):
+        v = p.get(key)
+        if isinstance(v, str) and v:
+            return v
+    return journal.current(session)
+
+
+def handle(payload: Any, paths: Paths) -> dict:
+    """The JSON reply for one hook event."""
+    if not isinstance(payload, dict):
+        raise PayloadError("hook payload is not a JSON object")
+    event = _need_str(payload, "hook_event_name")
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and payload.get("cwd") else os.getcwd()
+    cfg = _config.load(paths, cwd)
+    if cfg.project_root is None or not cfg.enabled:
+        return {}  # not an Eggshell project: leave it alone
+    session = _need_str(payload, "session_id")
+    journal = Journal(paths.journal_dir)
+
+    if event == "SessionStart":
+        store = Store.open(cfg.write_egg)
+        n = len(turn_views(store.graph))
+        rel = os.path.relpath(cfg.write_egg, cfg.project_root)
+        return {"systemMessage": "Eggshell: recording this project; %d prior turn%s in %s." % (n, "" if n == 1 else "s", rel)}
+
+    if event == "UserPromptSubmit":
+        prompt = _need_str(payload, "prompt")
+        # A new prompt opens a new turn: never fall back to the session's previous one.
+        turn = next((payload[k] for k in ("turn_id", "prompt_id") if isinstance(payload.get(k), str) and payload[k]), uuid.uuid4().hex)
+        journal.append(session, turn, {"event": "prompt", "session": session, "turn": turn, "cwd": cwd, "prompt": prompt, "time": _now()})
+        journal.set_current(session, turn)
+        searcher = Searcher(Store.open(p) for p in cfg.read_eggs)
+        hits = searcher.search(prompt, cfg.top_k, cfg.min_coverage)
+        views = [searcher.by_id[h.id] for h in hits if h.session != session or h.turn != turn]
+        text = render(prompt, views, cfg.handoff_chars).text
+        if not text:
+            return {}
+        return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
+
+    if event == "PostToolUse":
+        turn = _turn_id(payload, journal, session)
+        if turn is None:
+            raise PayloadError("PostToolUse for session %s arrived with no turn id and no open turn" % session)
+        journal.append(
+            session,
+            turn,
+            {
+                "event": "tool",
+                "name": _need_str(payload, "tool_name"),
+                "id": payload.get("tool_use_id") if isinstance(payload.get("tool_use_id"), str) else uuid.uuid4().hex,
+                "input": payload.get("tool_input"),
+                "output": payload.get("tool_response"),
+                "time": _now(),
+            },
+        )
+        return {}
+
+    if event == "Stop":
+        turn = _turn_id(payload, journal, session)
+        if turn is None:
+            return {}
+        answer = payload.get("last_assistant_message")
+        record = turn_record(journal.read(session, turn), answer if isinstance(answer, str) else None)
+        if record is None:
+            return {}
+        if record["tools"] or record["answer"]:
+            save_turn(Store.open(cfg.write_egg), record, cfg.project_root)
+        journal.discard(session, turn)
+        return {}
+
+    return {}  # PreToolUse and other events: nothing to add yet

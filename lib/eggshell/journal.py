@@ -1,0 +1,101 @@
+"""The turn journal: what a turn has shown so far, durable before anything else.
+
+Hooks are separate short processes, so the prompt (seen at UserPromptSubmit) and each
+tool result (PostToolUse) are appended to a per-turn file under the data root and
+fsynced at once; Stop reads the journal back, commits the turn and removes the file.
+A crash anywhere loses at most the event being written, and a torn last line is
+ignored when read.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import ujson
+
+from .identity import hexdigest
+from .paths import private_dir
+
+
+@dataclass(frozen=True, slots=True)
+class Journal:
+    root: str  # <data root>/journal
+
+    def _session_dir(self, session: str) -> str:
+        return os.path.join(self.root, hexdigest("eggshell.journal.session", session)[:32])
+
+    def turn_path(self, session: str, turn: str) -> str:
+        return os.path.join(self._session_dir(session), hexdigest("eggshell.journal.turn", turn)[:32] + ".ndjson")
+
+    def append(self, session: str, turn: str, event: dict[str, Any]) -> None:
+        """Append one event and fsync; O_APPEND keeps concurrent small appends whole."""
+        private_dir(self._session_dir(session))
+        line = (ujson.dumps(event, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8")
+        fd = os.open(self.turn_path(session, turn), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def set_current(self, session: str, turn: str) -> None:
+        """Remember the session's open turn, for hosts whose later events lack a turn id."""
+        d = private_dir(self._session_dir(session))
+        tmp = os.path.join(d, "current.tmp-%d" % os.getpid())
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(turn)
+        os.replace(tmp, os.path.join(d, "current"))
+
+    def current(self, session: str) -> str | None:
+        try:
+            with open(os.path.join(self._session_dir(session), "current"), encoding="utf-8") as f:
+                return f.read() or None
+        except OSError:
+            return None
+
+    def read(self, session: str, turn: str) -> list[dict[str, Any]]:
+        """The events of a turn, oldest first; a torn or garbled line is skipped."""
+        try:
+            with open(self.turn_path(session, turn), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in data.split(b"\n")[:-1]:
+            try:
+                ev = ujson.loads(line)
+            except ValueError:
+                continue
+            if isinstance(ev, dict):
+                out.append(ev)
+        return out
+
+    def discard(self, session: str, turn: str) -> None:
+        try:
+            os.unlink(self.turn_path(session, turn))
+        except FileNotFoundError:
+            pass
+
+
+def turn_record(events: list[dict[str, Any]], answer: str | None) -> dict[str, Any] | None:
+    """Assemble a turn record (turns.py's input) from journal events, or None without a prompt."""
+    prompt = next((e for e in events if e.get("event") == "prompt"), None)
+    if prompt is None:
+        return None
+    tools = []
+    seen: set[str] = set()
+    for e in events:
+        if e.get("event") == "tool" and e.get("id") not in seen:
+            seen.add(e.get("id"))
+            tools.append({"name": e.get("name"), "id": e.get("id"), "input": e.get("input"), "output": e.get("output")})
+    return {
+        "session": prompt.get("session"),
+        "turn": prompt.get("turn"),
+        "cwd": prompt.get("cwd", ""),
+        "prompt": prompt.get("prompt"),
+        "tools": tools,
+        "answer": answer,
+    }

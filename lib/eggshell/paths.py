@@ -1,0 +1,75 @@
+"""Where things live, from the environment; computed, never global.
+
+    $EGGSHELL_PREFIX                      default ~/.local
+    $EGGSHELL_DATA_ROOT                   default $PREFIX/share/eggshell/data
+    $PREFIX/config/eggshell/config.toml   the user's global config
+    $CODEX_HOME                           default ~/.codex
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+PROJECT_CONFIG = ".eggshell.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class Paths:
+    prefix: str
+    data_root: str
+    global_config: str
+    codex_home: str
+    bin_dir: str  # where the egg commands are (for registering hooks)
+
+    @property
+    def journal_dir(self) -> str:
+        return os.path.join(self.data_root, "journal")
+
+    @property
+    def log_file(self) -> str:
+        return os.path.join(self.data_root, "logs", "hook.log")
+
+
+def from_env(env: Mapping[str, str] | None = None) -> Paths:
+    env = os.environ if env is None else env
+    home = env.get("HOME") or os.path.expanduser("~")
+    prefix = env.get("EGGSHELL_PREFIX") or os.path.join(home, ".local")
+    return Paths(
+        prefix=prefix,
+        data_root=env.get("EGGSHELL_DATA_ROOT") or os.path.join(prefix, "share", "eggshell", "data"),
+        global_config=os.path.join(prefix, "config", "eggshell", "config.toml"),
+        codex_home=env.get("CODEX_HOME") or os.path.join(home, ".codex"),
+        bin_dir=env.get("EGGSHELL_BIN") or os.path.join(prefix, "bin"),
+    )
+
+
+def find_project(start: str) -> str | None:
+    """The nearest directory at or above `start` holding `.eggshell.toml`, if any."""
+    d = os.path.abspath(start)
+    while True:
+        if os.path.isfile(os.path.join(d, PROJECT_CONFIG)):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def private_dir(path: str) -> str:
+    """Create a directory, and any missing parents, readable by the owner only."""
+    missing = []
+    d = os.path.abspath(path)
+    while not os.path.isdir(d):
+        missing.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    for m in reversed(missing):
+        try:
+            os.mkdir(m, 0o700)
+        except FileExistsError:
+            pass
+    return path

