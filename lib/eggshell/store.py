@@ -131,7 +131,17 @@ class Graph:
         if count and header is None:
             raise EggError("%s: has no eggshell header line" % where)
         resolved = _resolve(raw, self.nodes, where)
-        nodes = {**self.nodes, **resolved}
+        known = self.nodes
+
+        class _Both:  # a read-only view of known + resolved, without copying either
+            def __contains__(self, i: str) -> bool:
+                return i in resolved or i in known
+
+            def __getitem__(self, i: str) -> Value:
+                v = resolved.get(i)
+                return v if v is not None else known[i]
+
+        nodes = _Both()
         for c, n in commits:
             for i in list(c.roots) + [x for p in c.unions for x in p]:
                 if i not in nodes:
@@ -145,7 +155,7 @@ class Graph:
                     raise EggError("%s:%d: unlink refers to node %s, which is not in the file" % (where, n, i[:12]))
         # Everything checked: apply.
         self.header = header
-        self.nodes = nodes
+        self.nodes.update(resolved)
         for c, _ in sorted(commits, key=lambda cn: (cn[0].time, cn[1])):
             if c.id in self.commits:
                 continue
