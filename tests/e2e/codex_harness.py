@@ -52,8 +52,11 @@ plugins = false
 """  # documentation; CodexHome.config_toml() writes these (merging [features])
 OFFLINE_FEATURES = {"plugins": False}
 
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest",
-               "PreCompact", "PostCompact", "Stop", "SessionEnd", "Interrupt")
+# Hook event names found in the Codex 0.169 binary's hook schemas. Codex silently ignores any
+# other key under "hooks" (no warning), so a typo in an event name just never fires.
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreModelRequest", "PreToolUse", "PermissionRequest",
+               "PostToolUse", "PreCompact", "PostCompact", "Stop", "SessionEnd", "SubagentStart",
+               "SubagentStop", "Interrupt")
 
 
 class CodexNotFound(RuntimeError):

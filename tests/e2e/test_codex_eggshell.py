@@ -1,0 +1,113 @@
+"""End to end with the real Codex CLI: install, record a chat, hand its outcome to the next.
+
+Everything is real except the model: ./install.sh into a temporary prefix, `egg install
+codex` into a temporary CODEX_HOME, `egg init` in a temporary project, then `codex exec`
+three times against the scripted local model server. Chat 1 runs a shell command and
+answers; chat 2 asks a related question and its model must receive chat 1's outcome in
+the handoff; chat 3 is unrelated and must receive none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from fake_model_server import FakeModelServer, developer_messages
+
+from codex_harness import CodexHome
+
+pytestmark = pytest.mark.e2e
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+CHAT1 = "Find where the late_fee for overdue invoices is computed in this project"
+CHAT1_CMD = "grep -rn late_fee src"
+CHAT1_ANSWER = "The late_fee is computed by compute_late_fee in src/billing.py: 2% of the balance per overdue month."
+CHAT2 = "Does compute_late_fee in billing cap the late_fee for very old invoices?"
+CHAT3 = "Write a haiku about autumn leaves"
+
+
+@pytest.fixture(scope="module")
+def prefix(tmp_path_factory):
+    """A real installation made by ./install.sh into a temporary prefix."""
+    root = tmp_path_factory.mktemp("eggshell-prefix")
+    env = dict(os.environ, EGGSHELL_PREFIX=str(root))
+    env.pop("EGGSHELL_DATA_ROOT", None)
+    p = subprocess.run(["sh", os.path.join(REPO, "install.sh")], cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0, "install.sh failed:\n%s\n%s" % (p.stdout[-3000:], p.stderr[-3000:])
+    for cmd in ("egg", "egg-hook", "egg-index", "egg-query", "egg-extract", "egg-save"):
+        assert os.access(root / "bin" / cmd, os.X_OK), cmd
+    return root
+
+
+def _egg(prefix, args, cwd, env):
+    p = subprocess.run([str(prefix / "bin" / "egg"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, "egg %s failed (%d):\n%s\n%s" % (" ".join(args), p.returncode, p.stdout, p.stderr)
+    return p.stdout
+
+
+def test_handoff_reaches_the_next_chat(prefix, tmp_path):
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "billing.py").write_text(
+        "def compute_late_fee(balance, months):\n    late_fee = balance * 0.02 * months\n    return late_fee\n"
+    )
+    scripts = {
+        CHAT1: [{"exec": CHAT1_CMD}, {"say": CHAT1_ANSWER}],
+        CHAT2: [{"say": "It does not cap it; see the recorded outcome."}],
+        CHAT3: [{"say": "Leaves drift and settle."}],
+    }
+    with FakeModelServer(scripts) as server:
+        home = CodexHome(tmp_path / "codex", server)
+        data_root = tmp_path / "data"
+        env = {"EGGSHELL_PREFIX": str(prefix), "EGGSHELL_DATA_ROOT": str(data_root)}
+        tool_env = home.env(env)
+
+        out = _egg(prefix, ["install", "codex"], project, tool_env)
+        assert str(home.hooks_path) in out
+        hooks = json.loads(home.hooks_path.read_text())
+        for event in ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"):
+            commands = [h["command"] for g in hooks["hooks"][event] for h in g["hooks"]]
+            assert any("egg-hook" in c for c in commands), event
+        _egg(prefix, ["init"], project, tool_env)
+        egg_file = project / ".eggs" / "work.egg"
+
+        # Chat 1: runs a shell command and answers; Eggshell records the turn.
+        run1 = home.run(CHAT1, project, env=env)
+        assert run1.returncode == 0, str(run1)
+        assert egg_file.exists(), "chat 1 was not recorded:\n%s" % run1[2][-3000:]
+        fsck = _egg(prefix, ["fsck", str(egg_file)], project, tool_env)
+        assert "1 turns" in fsck, fsck
+        first = server.requests_for(CHAT1)
+        assert not any("EGGSHELL PRIOR WORK" in m for r in first for m in developer_messages(r)), "chat 1 had nothing to reuse"
+
+        # Chat 2: a related question; its model must receive chat 1's outcome as a handoff.
+        run2 = home.run(CHAT2, project, env=env)
+        assert run2.returncode == 0, str(run2)
+        reqs = server.requests_for(CHAT2)
+        assert reqs, "the model never saw chat 2"
+        handoffs = [m for m in developer_messages(reqs[0]) if "EGGSHELL PRIOR WORK" in m]
+        assert len(handoffs) == 1, "chat 2's first request carries no handoff: %r" % developer_messages(reqs[0])
+        h = handoffs[0]
+        assert CHAT2 in h  # the current request
+        assert CHAT1 in h  # the prior request
+        assert CHAT1_ANSWER in h  # the prior outcome
+        assert CHAT1_CMD in h and "src/billing.py:2:" in h  # the tool evidence, verbatim
+        key = h.split("WORK GRAPH ", 1)[1][:12]
+        shown = _egg(prefix, ["show", key], project, tool_env)
+        assert CHAT1_ANSWER in shown
+
+        # Chat 3: unrelated; no handoff at all.
+        run3 = home.run(CHAT3, project, env=env)
+        assert run3.returncode == 0, str(run3)
+        reqs3 = server.requests_for(CHAT3)
+        assert reqs3
+        assert not any("EGGSHELL" in m for r in reqs3 for m in developer_messages(r)), developer_messages(reqs3[0])
+
+        # Every chat was recorded, and the store is sound.
+        fsck = _egg(prefix, ["fsck", str(egg_file)], project, tool_env)
+        assert "3 turns" in fsck, fsck
+        assert not (data_root / "logs" / "hook.log").exists(), (data_root / "logs" / "hook.log").read_text()
