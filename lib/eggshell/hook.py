@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import sys
-import traceback
 
 import ujson
 
@@ -31,6 +30,8 @@ Register it with `egg install codex` rather than by hand."""
 
 def log_failure(paths: _paths.Paths, event: str, exc: BaseException) -> None:
     try:
+        import traceback
+
         _paths.private_dir(os.path.dirname(paths.log_file))
         when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:]).replace("\n", " | ")

@@ -19,7 +19,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-import portalocker
 
 from . import eggfile as ef
 from .identity import content_hex, resolve_key
@@ -392,6 +391,8 @@ class _Locked:
             lfd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         except OSError as e:
             raise EggError("%s: cannot open lock file %s: %s" % (path, lock_path, e.strerror)) from None
+        import portalocker  # imported here: its import costs readers (hooks) ~20 ms they need not pay
+
         self.lock_f = os.fdopen(lfd, "r+b")
         deadline = _time.monotonic() + LOCK_TIMEOUT_S
         while True:
@@ -423,6 +424,8 @@ class _Locked:
         if self.f is not None:
             self.f.close()
         if self.lock_f is not None:
+            import portalocker
+
             try:
                 portalocker.unlock(self.lock_f)
             finally:

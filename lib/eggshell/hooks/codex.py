@@ -14,13 +14,10 @@ import uuid
 from typing import Any
 
 from .. import config as _config
-from ..handoff import render
 from ..journal import Journal, turn_record
 from ..paths import Paths
-from ..query import Searcher
-from ..records import turn_views
-from ..save import save_turn
-from ..store import Store
+
+# Each event is its own process: modules an event does not need are imported inside it.
 
 
 class PayloadError(ValueError):
@@ -60,6 +57,9 @@ def handle(payload: Any, paths: Paths) -> dict:
     journal = Journal(paths.journal_dir)
 
     if event == "SessionStart":
+        from ..records import turn_views
+        from ..store import Store
+
         store = Store.open(cfg.write_egg)
         n = len(turn_views(store.graph))
         rel = os.path.relpath(cfg.write_egg, cfg.project_root)
@@ -71,6 +71,10 @@ def handle(payload: Any, paths: Paths) -> dict:
         turn = next((payload[k] for k in ("turn_id", "prompt_id") if isinstance(payload.get(k), str) and payload[k]), uuid.uuid4().hex)
         journal.append(session, turn, {"event": "prompt", "session": session, "turn": turn, "cwd": cwd, "prompt": prompt, "time": _now()})
         journal.set_current(session, turn)
+        from ..handoff import render
+        from ..query import Searcher
+        from ..store import Store
+
         searcher = Searcher(Store.open(p) for p in cfg.read_eggs)
         hits = searcher.search(prompt, cfg.top_k, cfg.min_coverage)
         views = [searcher.by_id[h.id] for h in hits if h.session != session or h.turn != turn]
@@ -106,6 +110,9 @@ def handle(payload: Any, paths: Paths) -> dict:
         if record is None:
             return {}
         if record["tools"] or record["answer"]:
+            from ..save import save_turn
+            from ..store import Store
+
             save_turn(Store.open(cfg.write_egg), record, cfg.project_root)
         journal.discard(session, turn)
         return {}
