@@ -11,6 +11,8 @@
 
 set -u
 umask 022
+# The venv and the checks below must not see another environment's modules.
+unset PYTHONPATH PYTHONHOME
 
 usage() {
   cat <<'EOF'
