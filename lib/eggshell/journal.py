@@ -29,6 +29,9 @@ class Journal:
     def turn_path(self, session: str, turn: str) -> str:
         return os.path.join(self._session_dir(session), hexdigest("eggshell.journal.turn", turn)[:32] + ".ndjson")
 
+    def has(self, session: str, turn: str) -> bool:
+        return os.path.exists(self.turn_path(session, turn))
+
     def append(self, session: str, turn: str, event: dict[str, Any]) -> None:
         """Append one event and fsync; O_APPEND keeps concurrent small appends whole."""
         private_dir(self._session_dir(session))

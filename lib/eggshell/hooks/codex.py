@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import config as _config
 from ..journal import Journal, turn_record
-from ..paths import Paths
+from ..paths import Paths, find_project
 
 # Each event is its own process: modules an event does not need are imported inside it.
 
@@ -50,11 +50,35 @@ def handle(payload: Any, paths: Paths) -> dict:
         raise PayloadError("hook payload is not a JSON object")
     event = _need_str(payload, "hook_event_name")
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and payload.get("cwd") else os.getcwd()
-    cfg = _config.load(paths, cwd)
-    if cfg.project_root is None or not cfg.enabled:
+    root = find_project(cwd)
+    if root is None:
         return {}  # not an Eggshell project: leave it alone
     session = _need_str(payload, "session_id")
     journal = Journal(paths.journal_dir)
+
+    if event == "PostToolUse":
+        # Durable before anything else (no config read, no store opened). A turn is only
+        # journaled if its prompt was, which is also how `enabled = false` is honoured.
+        turn = _turn_id(payload, journal, session)
+        if turn is None or not journal.has(session, turn):
+            return {}
+        journal.append(
+            session,
+            turn,
+            {
+                "event": "tool",
+                "name": _need_str(payload, "tool_name"),
+                "id": payload.get("tool_use_id") if isinstance(payload.get("tool_use_id"), str) else uuid.uuid4().hex,
+                "input": payload.get("tool_input"),
+                "output": payload.get("tool_response"),
+                "time": _now(),
+            },
+        )
+        return {}
+
+    cfg = _config.load(paths, cwd)
+    if not cfg.enabled:
+        return {}
 
     if event == "SessionStart":
         from ..records import turn_views
@@ -82,24 +106,6 @@ def handle(payload: Any, paths: Paths) -> dict:
         if not text:
             return {}
         return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
-
-    if event == "PostToolUse":
-        turn = _turn_id(payload, journal, session)
-        if turn is None:
-            raise PayloadError("PostToolUse for session %s arrived with no turn id and no open turn" % session)
-        journal.append(
-            session,
-            turn,
-            {
-                "event": "tool",
-                "name": _need_str(payload, "tool_name"),
-                "id": payload.get("tool_use_id") if isinstance(payload.get("tool_use_id"), str) else uuid.uuid4().hex,
-                "input": payload.get("tool_input"),
-                "output": payload.get("tool_response"),
-                "time": _now(),
-            },
-        )
-        return {}
 
     if event == "Stop":
         turn = _turn_id(payload, journal, session)
