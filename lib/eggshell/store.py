@@ -121,8 +121,11 @@ class Graph:
                 prior = raw.get(rec.id)
                 if prior is not None and prior[0] != rec:
                     raise EggError("%s:%d: node %s differs from line %d with the same id" % (where, n, rec.id[:12], prior[1]))
-                if rec.id not in self.nodes:
+                have = self.nodes.get(rec.id)
+                if have is None:
                     raw[rec.id] = (rec, n)
+                elif _record_of(rec.id, have) != rec:
+                    raise EggError("%s:%d: node %s differs from the stored node with the same id" % (where, n, rec.id[:12]))
             elif isinstance(rec, ef.Commit):
                 commits.append((rec, n))
             else:
@@ -175,6 +178,13 @@ class Graph:
         prior = self.union_events.get(pair)
         if prior is None or (when, -kind) > (prior[0], -prior[1]):
             self.union_events[pair] = (when, kind)
+
+
+def _record_of(nid: str, v: Value) -> ef.NodeRecord:
+    """The record a stored Value was read from (to compare a repeated line against)."""
+    if isinstance(v, Atom):
+        return ef.NodeRecord(nid, v.data, None, ())
+    return ef.NodeRecord(nid, None, v.op, tuple((r.auth, content_hex(r.target)) for r in v.args))
 
 
 def _resolve(raw: dict[str, tuple[ef.NodeRecord, int]], known: dict[str, Value], where: str) -> dict[str, Value]:
@@ -234,6 +244,7 @@ class Store:
         self.graph = Graph(path)
         self._offset = 0
         self._ident: tuple[int, int] | None = None
+        self._sig = b""  # the last bytes read: if they changed, the file was replaced
         self.torn = False
 
     @classmethod
@@ -263,9 +274,14 @@ class Store:
     def _read_from(self, f) -> int:
         st = os.fstat(f.fileno())
         ident = (st.st_dev, st.st_ino)
-        if self._ident is not None and (ident != self._ident or st.st_size < self._offset):
+        replaced = self._ident is not None and (ident != self._ident or st.st_size < self._offset)
+        if not replaced and self._sig:
+            f.seek(self._offset - len(self._sig))
+            replaced = f.read(len(self._sig)) != self._sig  # an inode number can be reused
+        if replaced:
             self.graph = Graph(self.path)  # replaced (compacted) or shrunk: start over
             self._offset = 0
+            self._sig = b""
         self._ident = ident
         f.seek(self._offset)
         data = f.read()
@@ -277,6 +293,7 @@ class Store:
         lines = data[:end].split(b"\n")[:-1]
         count = self.graph.ingest(zip(range(first, first + len(lines)), lines))
         self._offset += end
+        self._sig = (self._sig + data[:end])[-256:]
         return count
 
     # -- writing -------------------------------------------------------------------
@@ -413,8 +430,8 @@ class _Locked:
                 _fsync_dir(d)
                 if made_dir:
                     _fsync_dir(os.path.dirname(d))
+            self.store._read_from(self.f)  # validate first: a damaged file is never changed
             _trim_torn_tail(self.f)
-            self.store._read_from(self.f)
         except BaseException:
             self.__exit__(None, None, None)
             raise

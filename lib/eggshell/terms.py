@@ -17,7 +17,6 @@ import unicodedata
 _RAW = re.compile(r"[\w\u0300-\u036f.:/@#-]+")
 _JOINERS = "._/:-@#"
 _SPLIT = re.compile(r"[._/:@#-]+")
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_a-zA-Z]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
 
 STOPWORDS = frozenset(
@@ -44,6 +43,27 @@ def _is_identifier(tok: str) -> bool:
     if has_digit and has_alpha:
         return True
     return any(c.isupper() for c in tok[1:]) and any(c.islower() for c in tok)
+
+
+def _camel_parts(piece: str) -> list[str]:
+    """Split at lower->Upper, letter<->digit, and before the last capital of a capital run.
+
+    Works on any script with case (Latin, Greek, Cyrillic), not only ASCII.
+    """
+    parts: list[str] = []
+    start = 0
+    for i in range(1, len(piece)):
+        a, b = piece[i - 1], piece[i]
+        nxt = piece[i + 1] if i + 1 < len(piece) else ""
+        if (
+            (a.islower() and b.isupper())
+            or (a.isdigit() != b.isdigit() and (a.isalpha() or b.isalpha()))
+            or (a.isupper() and b.isupper() and nxt.islower())
+        ):
+            parts.append(piece[start:i])
+            start = i
+    parts.append(piece[start:])
+    return [p for p in parts if p]
 
 
 def _bigrams(run: str) -> list[str]:
@@ -74,7 +94,7 @@ def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
         if _is_identifier(tok):
             out.append(whole)
             for piece in _SPLIT.split(tok):
-                parts = [p for p in _CAMEL.findall(piece) if p] or [piece]
+                parts = _camel_parts(piece) or [piece]
                 if len(parts) > 1 and piece.casefold() != whole:
                     out.append(piece.casefold())
                 for p in parts:

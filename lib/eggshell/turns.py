@@ -105,6 +105,21 @@ def split_work(text: str) -> tuple[str, Any] | None:
         return None
 
 
+def _encodable(s: str, what: str) -> str:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TurnError("%s holds text that is not valid Unicode (a lone surrogate escape)" % what) from None
+    return s
+
+
+def _json_text(make, what: str) -> str:
+    try:
+        return make()
+    except (ValueError, TypeError, RecursionError) as e:
+        raise TurnError("%s is not representable as JSON text (%s)" % (what, e)) from None
+
+
 def _field(d: dict, key: str, kind: type, where: str, *, empty_ok: bool = False) -> Any:
     if key not in d:
         raise TurnError("%s: missing %r" % (where, key))
@@ -113,6 +128,8 @@ def _field(d: dict, key: str, kind: type, where: str, *, empty_ok: bool = False)
         raise TurnError("%s: %r must be a %s, got %s" % (where, key, kind.__name__, type(v).__name__))
     if kind is str and not empty_ok and not v:
         raise TurnError("%s: %r must not be empty" % (where, key))
+    if kind is str:
+        _encodable(v, "%s: %r" % (where, key))
     return v
 
 
@@ -138,14 +155,15 @@ def parse_turn(d: Any) -> Turn:
         tid = _field(t, "id", str, where)
         if "input" not in t:
             raise TurnError("%s: missing 'input'" % where)
-        try:
-            canonical_json(t["input"])
-        except ValueError as e:
-            raise TurnError("%s: 'input' is not representable as JSON (%s)" % (where, e)) from None
-        tools.append(ToolCall(name, tid, t["input"], normalize_output(t.get("output"))))
+        input_text = _json_text(lambda: canonical_json(t["input"]), "%s: 'input'" % where)
+        _encodable(input_text, "%s: 'input'" % where)
+        output = _encodable(_json_text(lambda: normalize_output(t.get("output")), "%s: 'output'" % where), "%s: 'output'" % where)
+        tools.append(ToolCall(name, tid, t["input"], output))
     answer = d.get("answer")
     if answer is not None and not isinstance(answer, str):
         raise TurnError("turn: 'answer' must be a string or null")
+    if answer is not None:
+        _encodable(answer, "turn: 'answer'")
     if answer == "":
         answer = None
     return Turn(session, turn, cwd, prompt, tuple(tools), answer)
