@@ -13,7 +13,7 @@ import os
 import shlex
 import sys
 
-from . import __version__, config as _config, eggfile as ef
+from . import __version__, config as _config, eggfile as ef, stage
 from .identity import KeyError_, display_key
 from .paths import PROJECT_CONFIG, Paths, from_env, private_dir
 from .query import Searcher
@@ -353,8 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("find", help="search recorded turns")
     s.add_argument("text", nargs="+", help="what to look for")
-    s.add_argument("--top-k", type=int, default=8)
-    s.add_argument("--min-coverage", type=float, default=0.2)
+    s.add_argument("--top-k", type=stage.positive_int, default=8, help="most turns to list (default %(default)s)")
+    s.add_argument("--min-coverage", type=stage.fraction, default=0.2, help="least share of the query a turn must hold (default %(default)s)")
     stores_opt(s)
     s.set_defaults(fn=cmd_find)
 

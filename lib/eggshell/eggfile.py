@@ -21,6 +21,8 @@ import json
 import re
 from dataclasses import dataclass
 
+import ujson
+
 from .identity import canonical_json, hexdigest
 from .values import Apply, Atom, Auth, Op
 
@@ -92,8 +94,8 @@ def _pair(x: object, what: str) -> tuple[str, str]:
 def parse_record(line: bytes | str) -> Record:
     """Parse one line (without its newline) into a record, or raise RecordError."""
     try:
-        d = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as e:
+        d = ujson.loads(line)
+    except (ValueError, OverflowError, UnicodeDecodeError) as e:
         raise RecordError("not valid JSON (%s)" % e) from None
     if not isinstance(d, dict):
         raise RecordError("a record must be a JSON object")

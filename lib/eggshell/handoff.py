@@ -84,8 +84,9 @@ def turn_blocks(view: TurnView, request: str) -> list[Block]:
         k = display_key(t.id)
         name = t.work.partition("\n")[0]
         body = t.outcome if t.outcome.endswith("\n") or not t.outcome else t.outcome + "\n"
-        text = "WORK %s (from %s)\n  %s: %s\n  EVIDENCE %s (verbatim output)\n%sEND WORK\n" % (
-            k, view.key, name, command_of(t.work), k, body or "(no output)\n"
+        # The end marker names the evidence's own content key, so no output can forge it.
+        text = "WORK %s (from %s)\n  %s: %s\n  EVIDENCE %s (verbatim output; it ends at the line END EVIDENCE %s)\n%sEND EVIDENCE %s\n" % (
+            k, view.key, name, command_of(t.work), k, k, body or "(no output)\n", k
         )
         blocks.append(Block(k, text, "%s: %s" % (name, _one_line(command_of(t.work), 80))))
     return blocks

@@ -60,8 +60,6 @@ def run(lines: IO[str], out: IO[str], top_k: int, name: str = "<stdin>") -> int:
 def main(argv: list[str]) -> int:
     p = stage.parser(PROG, "Rank candidates against queries (the Eggshell search-provider protocol).", epilog=__doc__.split("\n\n")[1])
     p.add_argument("--mode", choices=["lexical"], default="lexical", help="ranking mode (only lexical in this version)")
-    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help="most indices per reply (default %(default)s)")
+    p.add_argument("--top-k", type=stage.positive_int, default=DEFAULT_TOP_K, help="most indices per reply (default %(default)s)")
     a = p.parse_args(argv)
-    if a.top_k < 1:
-        p.error("--top-k must be at least 1")
     return run(sys.stdin, sys.stdout, a.top_k)

@@ -108,8 +108,8 @@ exit status: 0 ok; 1 some lines were malformed; 2 usage or store error.""",
     )
     p.add_argument("--egg", action="append", required=True, metavar="PATH", help="a .egg store to search (repeatable)")
     p.add_argument("--mode", choices=["lexical"], default="lexical", help="ranking mode (only lexical in this version)")
-    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help="most hits per query (default %(default)s)")
-    p.add_argument("--min-coverage", type=float, default=DEFAULT_MIN_COVERAGE,
+    p.add_argument("--top-k", type=stage.positive_int, default=DEFAULT_TOP_K, help="most hits per query (default %(default)s)")
+    p.add_argument("--min-coverage", type=stage.fraction, default=DEFAULT_MIN_COVERAGE,
                    help="least idf-weighted share of the query a hit must hold (default %(default)s)")
     a = p.parse_args(argv)
     try:

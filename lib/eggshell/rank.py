@@ -42,7 +42,7 @@ class BM25:
     def search(self, query: list[str], top_k: int = 8, min_coverage: float = 0.0) -> list[Scored]:
         """Documents by descending score (ties: earlier document first)."""
         q = list(dict.fromkeys(query))
-        if not q or not self.n:
+        if not q or not self.n or top_k < 1:
             return []
         idf = {t: self.idf(t) for t in q}
         total = sum(idf.values()) or 1.0

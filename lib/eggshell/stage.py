@@ -43,3 +43,25 @@ def parser(prog: str, description: str, epilog: str | None = None) -> argparse.A
     return argparse.ArgumentParser(
         prog=prog, description=description, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a whole number" % text) from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1, got %d" % n)
+    return n
+
+
+def fraction(text: str) -> float:
+    """argparse type: a number from 0 to 1."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a number" % text) from None
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError("must be from 0 to 1, got %s" % text)
+    return x

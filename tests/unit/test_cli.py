@@ -1,0 +1,512 @@
+"""cli.py (`egg`): init, install/uninstall codex, show, find, fsck, compact, merge, status."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from eggshell import cli, config
+from eggshell.paths import PROJECT_CONFIG
+from eggshell.records import turn_views
+from eggshell.save import save_turn
+from eggshell.store import Store
+from helpers import bash, read_bytes, turn_record
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.join(REPO, "bin")
+HOOK_CMD = "%s codex" % os.path.join(BIN, "egg-hook")
+EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"]
+
+
+class Egg:
+    """Runs `egg` in-process with an isolated prefix, data root and Codex home."""
+
+    def __init__(self, tmp, monkeypatch, capsys):
+        self.tmp, self.mp, self.capsys = tmp, monkeypatch, capsys
+        self.prefix = tmp / "prefix"
+        self.codex = tmp / "codex"
+        self.hooks = self.codex / "hooks.json"
+        for k in list(os.environ):
+            if k.startswith(("EGGSHELL_", "CODEX_")):
+                monkeypatch.delenv(k)
+        monkeypatch.setenv("EGGSHELL_PREFIX", str(self.prefix))
+        monkeypatch.setenv("EGGSHELL_DATA_ROOT", str(tmp / "data"))
+        monkeypatch.setenv("CODEX_HOME", str(self.codex))
+        monkeypatch.setenv("EGGSHELL_BIN", BIN)
+        self.cwd = tmp / "work"
+        self.cwd.mkdir()
+        monkeypatch.chdir(self.cwd)
+
+    def __call__(self, *argv: str) -> tuple[int, str, str]:
+        rc = cli.main(list(argv))
+        cap = self.capsys.readouterr()
+        return rc, cap.out, cap.err
+
+    def hooks_json(self) -> dict:
+        return json.loads(self.hooks.read_text())
+
+
+@pytest.fixture
+def egg(tmp_path, monkeypatch, capsys):
+    return Egg(tmp_path, monkeypatch, capsys)
+
+
+def ours(data: dict) -> dict[str, int]:
+    """How many egg-hook entries each event has."""
+    out = {}
+    for ev, groups in data.get("hooks", {}).items():
+        groups = [g for g in groups if isinstance(g, dict)] if isinstance(groups, list) else []
+        n = sum(1 for g in groups for h in g.get("hooks", []) if isinstance(h, dict) and h.get("command") == HOOK_CMD)
+        if n:
+            out[ev] = n
+    return out
+
+
+# -- init -----------------------------------------------------------------------------------------
+
+
+def test_init_writes_config_and_private_eggs_dir(egg):
+    rc, out, _ = egg("init")
+    assert rc == 0
+    cfg = egg.cwd / PROJECT_CONFIG
+    assert cfg.read_text() == config.PROJECT_TEMPLATE
+    eggs = egg.cwd / ".eggs"
+    assert eggs.is_dir() and eggs.stat().st_mode & 0o777 == 0o700
+    assert (eggs / ".gitignore").read_text() == cli.EGGS_GITIGNORE
+    assert "wrote    %s" % cfg in out and "egg install codex" in out
+
+
+def test_init_is_idempotent_and_keeps_an_existing_config(egg, tmp_path):
+    proj = tmp_path / "p"
+    proj.mkdir()
+    assert egg("init", str(proj))[0] == 0
+    custom = 'egg = "store/mine.egg"\ntop_k = 2\n'
+    (proj / PROJECT_CONFIG).write_text(custom)
+    (proj / ".eggs" / ".gitignore").write_text("mine\n")
+    rc, out, _ = egg("init", str(proj))
+    assert rc == 0 and "kept" in out
+    assert (proj / PROJECT_CONFIG).read_text() == custom
+    assert (proj / ".eggs" / ".gitignore").read_text() == "mine\n"
+    # the configured store's directory is made, with its own .gitignore
+    assert (proj / "store" / ".gitignore").read_text() == cli.EGGS_GITIGNORE
+
+
+def test_init_gitignore_keeps_stores_out_of_git(egg):
+    if not shutil.which("git"):
+        pytest.skip("git is not installed")
+    egg("init")
+    subprocess.run(["git", "init", "-q"], cwd=egg.cwd, check=True)
+    (egg.cwd / ".eggs" / "work.egg").write_text("x\n")
+    r = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=egg.cwd, capture_output=True, text=True, check=True)
+    assert sorted(r.stdout.splitlines()) == ["?? .eggs/.gitignore", "?? " + PROJECT_CONFIG]
+
+
+def test_init_refuses_a_missing_directory(egg, tmp_path):
+    rc, _, err = egg("init", str(tmp_path / "nope"))
+    assert rc == 2 and "is not a directory" in err
+
+
+# -- install / uninstall codex ---------------------------------------------------------------------
+
+OTHERS = {
+    "description": "my hooks",
+    "hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        "PostToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "audit-log"}, {"type": "command", "command": "/old/bin/egg-hook codex"}]}
+        ],
+        "Notification": [{"hooks": [{"type": "command", "command": "say hi"}]}],
+    },
+}
+OTHERS_WITHOUT_OURS = {
+    "description": "my hooks",
+    "hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        "PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit-log"}]}],
+        "Notification": [{"hooks": [{"type": "command", "command": "say hi"}]}],
+    },
+}
+
+
+def test_install_into_a_fresh_codex_home(egg):
+    rc, out, _ = egg("install", "codex")
+    assert rc == 0
+    data = egg.hooks_json()
+    assert set(data) == {"hooks"} and list(data["hooks"]) == EVENTS
+    for ev in EVENTS:
+        assert data["hooks"][ev] == [{"hooks": [{"type": "command", "command": HOOK_CMD, "timeout": 30}]}]
+    assert "command: %s" % HOOK_CMD in out and "/hooks" in out
+
+
+def test_install_keeps_every_other_hook_and_key(egg):
+    egg.codex.mkdir()
+    egg.hooks.write_text(json.dumps(OTHERS))
+    assert egg("install", "codex")[0] == 0
+    data = egg.hooks_json()
+    assert data["description"] == "my hooks"
+    assert ours(data) == {ev: 1 for ev in EVENTS}
+    # the other hooks, and the other command sharing a group with an old egg-hook, are kept
+    assert data["hooks"]["Stop"][0] == OTHERS["hooks"]["Stop"][0]
+    assert data["hooks"]["PostToolUse"][0] == OTHERS_WITHOUT_OURS["hooks"]["PostToolUse"][0]
+    assert data["hooks"]["Notification"] == OTHERS["hooks"]["Notification"]
+    # an egg-hook from another location counts as ours and is replaced, not duplicated
+    assert "/old/bin/egg-hook codex" not in json.dumps(data)
+
+
+def test_install_twice_leaves_one_entry_per_event(egg):
+    egg.codex.mkdir()
+    egg.hooks.write_text(json.dumps(OTHERS))
+    egg("install", "codex")
+    once = egg.hooks_json()
+    rc, out, _ = egg("install", "codex")
+    assert rc == 0 and out.startswith("updated")
+    assert egg.hooks_json() == once
+    assert ours(once) == {ev: 1 for ev in EVENTS}
+
+
+def test_uninstall_removes_only_ours(egg):
+    egg.codex.mkdir()
+    egg.hooks.write_text(json.dumps(OTHERS))
+    egg("install", "codex")
+    rc, out, _ = egg("uninstall", "codex")
+    assert rc == 0 and "removed 5 Eggshell hooks" in out
+    assert egg.hooks_json() == OTHERS_WITHOUT_OURS
+    # and again: nothing to do, nothing written
+    before = read_bytes(str(egg.hooks))
+    rc, out, _ = egg("uninstall", "codex")
+    assert rc == 0 and "nothing to do" in out
+    assert read_bytes(str(egg.hooks)) == before
+
+
+def test_unusual_entries_of_other_tools_survive_install_and_uninstall(egg):
+    odd = {
+        "hooks": {
+            "Stop": [
+                {"hooks": [{"type": "command", "command": "echo 'unterminated"}, {"type": "prompt", "prompt": "no command"}, "a string"]},
+                {"matcher": "x"},
+                "not a group",
+            ],
+            "Custom": {"not": "a list"},
+        },
+        "version": 3,
+    }
+    egg.codex.mkdir()
+    egg.hooks.write_text(json.dumps(odd))
+    assert egg("install", "codex")[0] == 0
+    data = egg.hooks_json()
+    assert data["hooks"]["Stop"][:3] == odd["hooks"]["Stop"] and data["hooks"]["Custom"] == odd["hooks"]["Custom"]
+    assert ours(data) == {ev: 1 for ev in EVENTS}
+    assert egg("uninstall", "codex")[0] == 0
+    assert egg.hooks_json() == odd
+
+
+def test_install_uninstall_round_trip_from_empty(egg):
+    egg("install", "codex")
+    egg("uninstall", "codex")
+    assert egg.hooks_json() == {"hooks": {}}
+
+
+def test_uninstall_without_a_hooks_file_creates_nothing(egg):
+    rc, out, _ = egg("uninstall", "codex")
+    assert rc == 0 and "nothing to do" in out
+    assert not egg.codex.exists()
+
+
+def test_codex_home_option(egg, tmp_path):
+    other = tmp_path / "other-codex"
+    assert egg("install", "codex", "--codex-home", str(other))[0] == 0
+    assert ours(json.loads((other / "hooks.json").read_text())) == {ev: 1 for ev in EVENTS}
+    assert not egg.hooks.exists()
+    assert egg("uninstall", "codex", "--codex-home", str(other))[0] == 0
+    assert ours(json.loads((other / "hooks.json").read_text())) == {}
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"hooks": {', "not valid JSON"),
+        ("[]", 'expected {"hooks": {EVENT: [...]}}'),
+        ('{"hooks": []}', 'expected {"hooks": {EVENT: [...]}}'),
+    ],
+)
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_malformed_hooks_file_is_refused_and_left_unchanged(egg, content, message, command):
+    egg.codex.mkdir()
+    egg.hooks.write_text(content)
+    rc, out, err = egg(command, "codex")
+    assert rc == 2
+    assert err.startswith("egg: %s: " % egg.hooks) and message in err and "nothing was changed" in err
+    assert egg.hooks.read_text() == content
+    assert sorted(os.listdir(egg.codex)) == ["hooks.json"]
+
+
+def test_install_and_uninstall_with_a_space_in_the_path(egg, monkeypatch, tmp_path):
+    bin_dir = tmp_path / "my tools" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "egg-hook").write_text("#!/bin/sh\nprintf '{}\\n'\n")
+    (bin_dir / "egg-hook").chmod(0o755)
+    monkeypatch.setenv("EGGSHELL_BIN", str(bin_dir))
+    assert egg("install", "codex")[0] == 0
+    cmd = "'%s/egg-hook' codex" % bin_dir
+    data = egg.hooks_json()
+    assert {g["hooks"][0]["command"] for ev in EVENTS for g in data["hooks"][ev]} == {cmd}
+    r = subprocess.run(cmd, shell=True, capture_output=True, text=True, input="{}")
+    assert r.returncode == 0 and r.stdout == "{}\n"  # the command runs as written in hooks.json
+    rc, out, _ = egg("uninstall", "codex")
+    assert rc == 0 and "removed 5" in out and egg.hooks_json() == {"hooks": {}}
+
+
+def test_install_needs_the_hook_command(egg, monkeypatch, tmp_path):
+    monkeypatch.setenv("EGGSHELL_BIN", str(tmp_path))
+    rc, _, err = egg("install", "codex")
+    assert rc == 2 and "egg-hook is missing or not executable" in err
+    assert not egg.hooks.exists()
+
+
+def test_install_only_knows_codex(egg):
+    with pytest.raises(SystemExit) as e:
+        egg("install", "vim")
+    assert e.value.code == 2
+
+
+# -- reading stores: show and find -----------------------------------------------------------------
+
+LATE_FEE = turn_record(session="sess-a", turn="t1", prompt="where is late_fee computed?",
+                       tools=[bash("grep -rn late_fee src/", "src/billing.py:42: def late_fee(days):\n")],
+                       answer="late_fee is computed in src/billing.py, line 42")
+DOCKER = turn_record(session="sess-a", turn="t2", prompt="why does the docker build fail?",
+                     tools=[bash("docker build .", "ERROR: python:3.99 not found\n")], answer=None)
+
+
+@pytest.fixture
+def store(egg):
+    path = str(egg.tmp / "w.egg")
+    s = Store.open(path)
+    save_turn(s, LATE_FEE, root="/")
+    save_turn(s, DOCKER, root="/")
+    return Store.open(path)
+
+
+def view_of(store, turn):
+    return next(v for v in turn_views(store.graph) if v.turn == turn)
+
+
+def test_show_a_turn_by_key_and_by_prefix(egg, store):
+    v = view_of(store, "t1")
+    rc, out, _ = egg("show", v.key, "--egg", store.path)
+    assert rc == 0
+    assert out.startswith("turn %s  session sess-a  turn t1" % v.key)
+    assert "REQUEST\nwhere is late_fee computed?\n" in out
+    assert "TOOL " in out and "Bash: grep -rn late_fee src/\nsrc/billing.py:42: def late_fee(days):\n" in out
+    assert out.endswith("OUTCOME\nlate_fee is computed in src/billing.py, line 42\n")
+    for prefix in (v.id, v.key[:8], v.key.upper()):
+        assert egg("show", prefix, "--egg", store.path) == (0, out, "")
+
+
+def test_show_an_interrupted_turn(egg, store):
+    v = view_of(store, "t2")
+    rc, out, _ = egg("show", v.key, "--egg", store.path)
+    assert rc == 0 and out.endswith("OUTCOME none (interrupted before a final answer)\n")
+
+
+def test_show_a_tool_outcome(egg, store):
+    t = view_of(store, "t1").tools[0]
+    rc, out, _ = egg("show", t.id[:12], "--egg", store.path)
+    assert rc == 0
+    assert "WORK\nBash\n{\"command\":\"grep -rn late_fee src/\"}\n" in out
+    assert "OUTCOME\nsrc/billing.py:42: def late_fee(days):\n" in out
+
+
+def test_show_unknown_and_ambiguous_keys_exit_1(egg, store):
+    ids = list(store.graph.nodes)
+    assert len(ids) > 16  # so, by pigeonhole, some first hex digit is shared
+    first = [i[0] for i in ids]
+    shared = next(c for c in first if first.count(c) > 1)
+    rc, out, err = egg("show", shared, "--egg", store.path)
+    assert rc == 1 and out == "" and "ambiguous key %s" % shared in err
+    unknown = next(k for k in ("0" * 12, "f" * 12) if not any(i.startswith(k) for i in ids))
+    rc, out, err = egg("show", unknown, "--egg", store.path)
+    assert rc == 1 and out == "" and "unknown key %s" % unknown in err
+    rc, _, err = egg("show", "not-hex", "--egg", store.path)
+    assert rc == 1 and "is not a key" in err
+
+
+def test_show_uses_the_projects_stores(egg, store):
+    egg("init")
+    shutil.copy(store.path, egg.cwd / ".eggs" / "work.egg")
+    v = view_of(store, "t1")
+    rc, out, _ = egg("show", v.key)
+    assert rc == 0 and "late_fee is computed" in out
+
+
+def test_show_outside_a_project_without_egg_is_a_usage_error(egg):
+    rc, _, err = egg("show", "abc")
+    assert rc == 2 and "not in an Eggshell project" in err
+
+
+def test_show_missing_store_file(egg):
+    rc, _, err = egg("show", "abc", "--egg", str(egg.tmp / "none.egg"))
+    assert rc == 2 and "no such file" in err
+
+
+def test_find(egg, store):
+    v = view_of(store, "t1")
+    rc, out, _ = egg("find", "late_fee", "calculation", "--egg", store.path)
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[0].startswith(v.key + "  ") and "where is late_fee computed?" in lines[0]
+    assert lines[1].strip() == "=> late_fee is computed in src/billing.py, line 42"
+    assert "docker" not in out
+
+
+def test_find_refuses_a_negative_top_k(egg, store):
+    with pytest.raises(SystemExit) as e:
+        egg("find", "late_fee", "--top-k", "-1", "--egg", store.path)
+    assert e.value.code == 2
+
+
+def test_find_nothing_exits_1(egg, store):
+    rc, out, _ = egg("find", "kubernetes", "helm", "--egg", store.path)
+    assert rc == 1 and out == "no matching turns\n"
+
+
+# -- fsck, compact, merge ---------------------------------------------------------------------------
+
+
+def test_fsck_good_file(egg, store):
+    before = read_bytes(store.path)
+    rc, out, _ = egg("fsck", store.path)
+    assert rc == 0
+    assert out.startswith("%s: ok: " % store.path) and "2 commits, 2 turns" in out
+    assert read_bytes(store.path) == before
+
+
+def test_fsck_damaged_file_names_the_line_and_changes_nothing(egg, store):
+    lines = read_bytes(store.path).splitlines(keepends=True)
+    lines[3] = lines[3].replace(b'"', b"'", 1)  # not JSON any more
+    damaged = b"".join(lines)
+    open(store.path, "wb").write(damaged)
+    rc, out, _ = egg("fsck", store.path)
+    assert rc == 1
+    assert out.splitlines()[0].startswith("%s:4: not valid JSON" % store.path)
+    assert "DAMAGED (1 bad line)" in out and "the file was not changed" in out
+    assert read_bytes(store.path) == damaged
+
+
+def test_fsck_semantic_damage_is_found_too(egg, store):
+    data = read_bytes(store.path).replace(b"line 42", b"line 43")  # well-formed, but ids no longer match
+    open(store.path, "wb").write(data)
+    rc, out, _ = egg("fsck", store.path)
+    assert rc == 1 and "node id does not match its content" in out and "DAMAGED" in out
+    assert read_bytes(store.path) == data
+
+
+def test_fsck_torn_tail_is_reported_not_trimmed(egg, store):
+    data = read_bytes(store.path) + b'{"node":"ab'
+    open(store.path, "wb").write(data)
+    rc, out, _ = egg("fsck", store.path)
+    assert rc == 0 and "an incomplete last line (11 bytes" in out
+    assert read_bytes(store.path) == data
+
+
+def test_fsck_several_files_and_missing(egg, store):
+    rc, out, _ = egg("fsck", store.path, str(egg.tmp / "none.egg"))
+    assert rc == 1 and "none.egg: no such file" in out and "%s: ok" % store.path in out
+
+
+def test_compact_drops_duplicate_lines_and_keeps_the_turns(egg, store):
+    views = turn_views(store.graph)
+    data = read_bytes(store.path)
+    body = data.split(b"\n", 1)[1]
+    open(store.path, "wb").write(data + body)  # every record twice
+    n = len(data.splitlines()) + len(body.splitlines())
+    rc, out, _ = egg("compact", store.path)
+    assert rc == 0 and out == "%s: compacted, %d lines -> %d\n" % (store.path, n, len(data.splitlines()))
+    assert turn_views(Store.open(store.path).graph) == views
+    assert egg("fsck", store.path)[0] == 0
+
+
+def test_compact_refuses_a_damaged_file(egg, store):
+    data = read_bytes(store.path).replace(b"line 42", b"line 43")
+    open(store.path, "wb").write(data)
+    rc, _, err = egg("compact", store.path)
+    assert rc == 1 and "does not match" in err
+    assert read_bytes(store.path) == data
+
+
+def test_compact_missing_file(egg):
+    rc, _, err = egg("compact", str(egg.tmp / "none.egg"))
+    assert rc == 2 and "no such file" in err
+
+
+def test_merge_and_refusing_to_overwrite(egg, store):
+    b = str(egg.tmp / "b.egg")
+    save_turn(Store.open(b), turn_record(session="sess-b", turn="t9", prompt="deploy", answer="deployed"), root="/")
+    out_path = str(egg.tmp / "c.egg")
+    rc, out, _ = egg("merge", store.path, b, "-o", out_path)
+    assert rc == 0 and out.startswith("merged ")
+    assert sorted(v.turn for v in turn_views(Store.open(out_path).graph)) == ["t1", "t2", "t9"]
+    merged = read_bytes(out_path)
+    rc, _, err = egg("merge", b, "-o", out_path)
+    assert rc == 2 and "exists" in err and "--force" in err
+    assert read_bytes(out_path) == merged
+    rc, _, _ = egg("merge", b, "-o", out_path, "--force")
+    assert rc == 0 and [v.turn for v in turn_views(Store.open(out_path).graph)] == ["t9"]
+
+
+# -- status, help -----------------------------------------------------------------------------------
+
+
+def test_status_outside_and_inside_a_project(egg, store):
+    rc, out, _ = egg("status")
+    assert rc == 0
+    assert "prefix     %s\n" % egg.prefix in out and "data root  %s\n" % (egg.tmp / "data") in out
+    assert "project    none here" in out
+    egg("init")
+    shutil.copy(store.path, egg.cwd / ".eggs" / "work.egg")
+    rc, out, _ = egg("status")
+    assert rc == 0 and "project    %s\n" % egg.cwd in out
+    assert "store      %s (2 turns)  [write]" % (egg.cwd / ".eggs" / "work.egg") in out
+
+
+def test_status_with_a_bad_config_is_a_usage_error(egg):
+    (egg.cwd / PROJECT_CONFIG).write_text("bogus = 1\n")
+    rc, _, err = egg("status")
+    assert rc == 2 and "unknown key 'bogus'" in err
+
+
+@pytest.mark.parametrize("argv", [["--help"], *[[c, "--help"] for c in
+                                  ["init", "install", "uninstall", "show", "find", "fsck", "compact", "merge", "status"]]])
+def test_help_exits_0(egg, argv):
+    with pytest.raises(SystemExit) as e:
+        egg(*argv)
+    assert e.value.code == 0
+    assert "usage: egg" in egg.capsys.readouterr().out
+
+
+def test_no_command_is_a_usage_error(egg):
+    with pytest.raises(SystemExit) as e:
+        egg()
+    assert e.value.code == 2
+
+
+def test_bin_egg_runs_the_checkout(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EGGSHELL_", "CODEX_"))}
+    venv = next((p for p in (os.path.expanduser("~/.local/share/eggshell/venv"), sys.prefix)
+                 if os.path.exists(os.path.join(p, "bin", "python"))), None)
+    prefix = tmp_path / "prefix"
+    (prefix / "share" / "eggshell").mkdir(parents=True)
+    os.symlink(venv, prefix / "share" / "eggshell" / "venv")
+    env.update(EGGSHELL_PREFIX=str(prefix), EGGSHELL_DATA_ROOT=str(tmp_path / "data"), CODEX_HOME=str(tmp_path / "codex"))
+    r = subprocess.run([os.path.join(BIN, "egg"), "--version"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=30)
+    assert r.returncode == 0 and r.stdout.startswith("eggshell ")
+    r = subprocess.run([os.path.join(BIN, "egg"), "status"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=30)
+    assert r.returncode == 0 and "prefix     %s" % prefix in r.stdout
+    r = subprocess.run([os.path.join(BIN, "egg"), "--help"], capture_output=True, text=True,
+                       env=dict(env, EGGSHELL_PREFIX=str(tmp_path / "empty")), cwd=tmp_path, timeout=30)
+    assert r.returncode == 127 and "no Eggshell environment" in r.stderr

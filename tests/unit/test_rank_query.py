@@ -1,0 +1,339 @@
+"""rank.py (BM25) and query.py (egg-query): lexical retrieval of prior turns.
+
+Requirements: egg-query reads `{"query":{"text":...}}` lines and writes one
+`{"hits":[...]}` line per query line (a malformed line gets `{"hits":[],"error":...}`
+and the exit status is 1); each hit has id (content id), key (12-hex display key),
+rank, score, session, turn; ranking is BM25, best first; an unrelated query gets no
+hits; several --egg stores are searched.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+import shutil
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from eggshell import query, stage
+from eggshell.identity import content_hex
+from eggshell.rank import BM25
+from eggshell.records import turn_views
+from eggshell.save import save_turn
+from eggshell.store import Store
+from helpers import bash, turn_record
+
+# -- BM25 against an independent reference ------------------------------------------------
+
+
+def ref_bm25(docs, query, k1=1.2, b=0.75):
+    """Okapi BM25 with the non-negative idf log(1 + (N - n + .5) / (n + .5)), written from the textbook."""
+    n_docs = len(docs)
+    avgdl = sum(map(len, docs)) / n_docs
+    q = list(dict.fromkeys(query))
+    idf = {}
+    for t in q:
+        n = sum(1 for d in docs if t in d)
+        idf[t] = math.log(1 + (n_docs - n + 0.5) / (n + 0.5))
+    out = []
+    for i, d in enumerate(docs):
+        tf = Counter(d)
+        s = sum(idf[t] * tf[t] * (k1 + 1) / (tf[t] + k1 * (1 - b + b * len(d) / avgdl)) for t in q if tf[t])
+        cov = sum(idf[t] for t in q if tf[t]) / (sum(idf.values()) or 1.0)
+        out.append((i, s, cov))
+    return out
+
+
+_vocab = st.sampled_from(["fee", "late", "build", "test", "lock", "cache", "node", "rust", "go", "db"])
+_docs = st.lists(st.lists(_vocab, min_size=1, max_size=12), min_size=1, max_size=8)
+_query = st.lists(_vocab, min_size=1, max_size=4)
+
+
+@given(_docs, _query, st.sampled_from([0.0, 0.2, 0.5, 1.0]), st.integers(1, 10))
+def test_bm25_matches_reference(docs, q, min_cov, top_k):
+    got = BM25(docs).search(q, top_k=top_k, min_coverage=min_cov)
+    ref = [(i, s, c) for i, s, c in ref_bm25(docs, q) if s > 0 and c >= min_cov - 1e-12]
+    ref.sort(key=lambda x: (-x[1], x[0]))
+    ref = ref[:top_k]
+    assert [g.index for g in got] == [r[0] for r in ref]
+    for g, r in zip(got, ref):
+        assert g.score == pytest.approx(r[1])
+        assert g.coverage == pytest.approx(r[2])
+
+
+@given(_docs, _query)
+def test_bm25_best_first_ties_by_document_order(docs, q):
+    got = BM25(docs).search(q, top_k=100)
+    assert [(-s.score, s.index) for s in got] == sorted((-s.score, s.index) for s in got)
+    # only documents that share a term with the query
+    assert all(set(q) & set(docs[s.index]) for s in got)
+    assert {s.index for s in got} == {i for i, d in enumerate(docs) if set(q) & set(d)}
+
+
+def test_bm25_rare_term_outweighs_common_term():
+    docs = [["build", "fee"], ["build", "cache"], ["build", "lock"], ["build", "node"]]
+    got = BM25(docs).search(["build", "fee"])
+    assert got[0].index == 0
+    assert got[0].score > got[1].score
+
+
+def test_bm25_higher_term_frequency_scores_higher_at_equal_length():
+    docs = [["fee", "x", "y", "z"], ["fee", "fee", "fee", "z"], ["a", "b", "c", "d"]]
+    got = BM25(docs).search(["fee"])
+    assert [s.index for s in got] == [1, 0]
+
+
+def test_bm25_min_coverage_drops_a_hit_holding_only_a_generic_word():
+    docs = [["project", "late", "fee", "billing"], ["project", "docker", "image"], ["project", "readme"], ["other"]]
+    q = ["project", "late", "fee"]
+    assert {s.index for s in BM25(docs).search(q, min_coverage=0.0)} == {0, 1, 2}
+    assert [s.index for s in BM25(docs).search(q, min_coverage=0.2)] == [0]
+
+
+def test_bm25_empty_inputs():
+    assert BM25([]).search(["fee"]) == []
+    assert BM25([["fee"]]).search([]) == []
+    assert BM25([["fee"]]).search(["zzz"]) == []
+
+
+def test_bm25_top_k_limits():
+    docs = [["fee"] for _ in range(10)]
+    assert len(BM25(docs).search(["fee"], top_k=3)) == 3
+    assert [s.index for s in BM25(docs).search(["fee"], top_k=3)] == [0, 1, 2]
+
+
+# -- Searcher over .egg stores --------------------------------------------------------------
+
+LATE_FEE = turn_record(
+    session="sess-a",
+    turn="t-late-fee",
+    prompt="where is late_fee computed?",
+    tools=[bash("grep -rn late_fee src/", "src/billing.py:42: def late_fee(days):\n")],
+    answer="late_fee is computed in src/billing.py, line 42",
+)
+FRONTEND = turn_record(
+    session="sess-a",
+    turn="t-frontend",
+    prompt="run the frontend unit tests",
+    tools=[bash("npm test", "12 passing\n")],
+    answer="all 12 frontend tests pass",
+)
+DOCKER = turn_record(
+    session="sess-b",
+    turn="t-docker",
+    prompt="why does the docker image build fail?",
+    tools=[bash("docker build .", "ERROR: failed to solve: python:3.99 not found\n")],
+    answer="the base image tag python:3.99 does not exist",
+)
+LATE_FEE_TESTS = turn_record(
+    session="sess-b",
+    turn="t-late-fee-tests",
+    prompt="add tests for late_fee rounding",
+    tools=[bash("pytest tests/test_billing.py", "3 passed\n")],
+    answer="added three late_fee rounding tests in tests/test_billing.py",
+)
+
+
+def make_store(path, records):
+    s = Store.open(path)
+    for r in records:
+        save_turn(s, r, root="/")
+    return Store.open(path)
+
+
+@pytest.fixture
+def one_store(egg):
+    return make_store(egg, [LATE_FEE, FRONTEND, DOCKER, LATE_FEE_TESTS])
+
+
+def test_hit_fields(one_store):
+    hits = query.Searcher([one_store]).search("how is the late_fee calculated")
+    assert hits
+    ids_in_store = set(one_store.graph.nodes)
+    views = {v.id: v for v in turn_views(one_store.graph)}
+    for rank, h in enumerate(hits, 1):
+        assert re.fullmatch(r"[0-9a-f]{64}", h.id) and h.id in ids_in_store
+        assert h.key == h.id[:12] and re.fullmatch(r"[0-9a-f]{12}", h.key)
+        assert h.rank == rank
+        assert isinstance(h.score, float) and h.score > 0
+        assert (h.session, h.turn) == (views[h.id].session, views[h.id].turn)
+        assert h.store == one_store.path
+
+
+def test_hit_id_is_the_turns_answer_outcome(one_store):
+    hit = query.Searcher([one_store]).search("docker image build fail")[0]
+    view = next(v for v in turn_views(one_store.graph) if v.id == hit.id)
+    owner = one_store.graph.nodes[hit.id]
+    assert content_hex(owner) == hit.id
+    assert view.answer == DOCKER["answer"]
+
+
+def test_best_first(one_store):
+    hits = query.Searcher([one_store]).search("late_fee rounding tests")
+    assert [h.turn for h in hits][:2] == ["t-late-fee-tests", "t-late-fee"]
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_related_query_finds_the_turn(one_store):
+    hits = query.Searcher([one_store]).search("the docker build fails again")
+    assert hits[0].turn == "t-docker"
+
+
+def test_unrelated_query_gets_no_hits(one_store):
+    s = query.Searcher([one_store])
+    assert s.search("kubernetes helm chart values") == []
+    # a query sharing only a generic word with some turns is still unrelated
+    assert s.search("configure the kubernetes tests cluster") == []
+
+
+def test_top_k(one_store):
+    s = query.Searcher([one_store])
+    assert len(s.search("late_fee tests", top_k=1)) == 1
+    assert len(s.search("late_fee tests", top_k=8)) >= 2
+
+
+def test_search_finds_tool_output_text(one_store):
+    hits = query.Searcher([one_store]).search("python:3.99 not found")
+    assert hits and hits[0].turn == "t-docker"
+
+
+def test_several_stores_are_searched(tmp_path):
+    a = make_store(str(tmp_path / "a.egg"), [LATE_FEE])
+    b = make_store(str(tmp_path / "b.egg"), [LATE_FEE_TESTS, DOCKER])
+    hits = query.Searcher([a, b]).search("late_fee")
+    assert {(h.turn, h.store) for h in hits} == {("t-late-fee", a.path), ("t-late-fee-tests", b.path)}
+    # and each store alone only sees its own
+    assert {h.turn for h in query.Searcher([b]).search("late_fee")} == {"t-late-fee-tests"}
+
+
+def test_the_same_turn_in_two_stores_is_one_hit(tmp_path):
+    a = make_store(str(tmp_path / "a.egg"), [LATE_FEE])
+    shutil.copy(a.path, tmp_path / "copy.egg")
+    hits = query.Searcher([a, Store.open(str(tmp_path / "copy.egg"))]).search("late_fee")
+    assert len(hits) == 1 and hits[0].store == a.path
+
+
+def test_searcher_sees_turns_committed_after_it_was_built(egg):
+    s = query.Searcher([make_store(egg, [FRONTEND])])
+    assert s.search("docker image") == []
+    make_store(egg, [DOCKER])  # another writer appends
+    assert [h.turn for h in s.search("docker image")] == ["t-docker"]
+
+
+def test_empty_or_missing_store(egg):
+    assert query.Searcher([Store.open(egg)]).search("late_fee") == []
+
+
+# -- query.run: the NDJSON protocol ----------------------------------------------------------
+
+
+def run_lines(store, text, top_k=query.DEFAULT_TOP_K, min_cov=query.DEFAULT_MIN_COVERAGE):
+    out = io.StringIO()
+    bad = query.run(query.Searcher([store]), io.StringIO(text), out, top_k, min_cov)
+    return bad, [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_run_writes_one_hits_line_per_query_in_order(one_store):
+    text = "".join(json.dumps({"query": {"text": t}}) + "\n" for t in ["late_fee", "kubernetes helm", "docker build"])
+    bad, lines = run_lines(one_store, text)
+    assert bad == 0
+    assert len(lines) == 3
+    assert [ln["query"]["text"] for ln in lines] == ["late_fee", "kubernetes helm", "docker build"]
+    assert lines[0]["hits"] and lines[1]["hits"] == [] and lines[2]["hits"][0]["turn"] == "t-docker"
+    for h in lines[0]["hits"]:
+        assert set(h) >= {"id", "key", "rank", "score", "session", "turn"}
+
+
+def test_run_output_matches_searcher(one_store):
+    s = query.Searcher([one_store])
+    _, lines = run_lines(one_store, '{"query":{"text":"late_fee tests"}}\n', top_k=5)
+    expect = [
+        {"id": h.id, "key": h.key, "rank": h.rank, "score": h.score, "session": h.session, "turn": h.turn, "store": h.store}
+        for h in s.search("late_fee tests", 5)
+    ]
+    assert lines[0]["hits"] == expect
+
+
+def test_run_answers_malformed_lines_in_step(one_store):
+    text = 'not json\n{"query":{"text":"late_fee"}}\n{"nope":1}\n[1,2]\n{"query":{"text":7}}\n\n{"query":"docker build"}\n'
+    bad, lines = run_lines(one_store, text)
+    assert bad == 4
+    assert len(lines) == 6  # the blank line is skipped, every other line answered
+    for i in (0, 2, 3, 4):
+        assert lines[i]["hits"] == [] and isinstance(lines[i]["error"], str) and lines[i]["error"]
+        assert "query" not in lines[i]
+    assert "<stdin>:1" in lines[0]["error"] and "<stdin>:3" in lines[2]["error"]
+    assert lines[1]["hits"] and "error" not in lines[1]
+    assert lines[5]["hits"][0]["turn"] == "t-docker"  # a bare string query is accepted too
+
+
+def test_run_warns_on_stderr_for_malformed_lines(one_store, capsys):
+    run_lines(one_store, "garbage\n")
+    err = capsys.readouterr().err
+    assert err.startswith("egg-query: <stdin>:1: not valid JSON")
+
+
+def test_main_exit_status(one_store, monkeypatch, capsys):
+    def main(stdin, *args):
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        rc = query.main(["--egg", one_store.path, *args])
+        return rc, capsys.readouterr().out
+
+    rc, out = main('{"query":{"text":"late_fee"}}\n')
+    assert rc == 0 and json.loads(out)["hits"]
+    rc, out = main('{"query":{"text":"late_fee"}}\nbad\n')
+    assert rc == 1 and len(out.splitlines()) == 2
+    rc, out = main('{"query":{"text":"late_fee"}}\n', "--top-k", "1")
+    assert rc == 0 and len(json.loads(out)["hits"]) == 1
+
+
+def test_main_damaged_store_is_exit_2(one_store, monkeypatch, capsys):
+    data = open(one_store.path, "rb").read().splitlines(keepends=True)
+    data[1] = data[1].replace(b'"node":"', b'"node":"0', 1)  # a 65-character id
+    open(one_store.path, "wb").write(b"".join(data))
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"query":{"text":"late_fee"}}\n'))
+    assert query.main(["--egg", one_store.path]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err.startswith("egg-query: %s:2:" % one_store.path)
+
+
+def test_main_usage_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as e:
+        query.main([])  # --egg is required
+    assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:
+        query.main(["--egg", "x.egg", "--mode", "semantic"])
+    assert e.value.code == 2
+
+
+@pytest.mark.parametrize("args", [["--top-k", "-1"], ["--top-k", "0"], ["--min-coverage", "1.5"], ["--min-coverage", "-0.1"]])
+def test_main_refuses_out_of_range_options(one_store, monkeypatch, capsys, args):
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"query":{"text":"late_fee tests"}}\n'))
+    with pytest.raises(SystemExit) as e:
+        query.main(["--egg", one_store.path, *args])
+    assert e.value.code == 2
+
+
+def test_query_text_accepts_object_and_string_forms():
+    assert query.query_text({"query": {"text": "a"}}) == "a"
+    assert query.query_text({"query": "a"}) == "a"
+    for bad in (None, [], {"query": {}}, {"query": {"text": 1}}, {"text": "a"}):
+        assert query.query_text(bad) is None
+
+
+def test_stage_reader_numbers_lines_and_skips_blanks():
+    got = list(stage.read_ndjson(io.StringIO('{"a":1}\n\n  \nxx\n'), "f"))
+    assert got[0] == (1, {"a": 1})
+    assert got[1][0] == 4 and isinstance(got[1][1], stage.InputError) and str(got[1][1]).startswith("f:4:")
+    assert len(got) == 2
+
+
+def test_fixture_store_holds_the_four_turns(one_store):
+    assert sorted(v.turn for v in turn_views(one_store.graph)) == sorted(
+        r["turn"] for r in (LATE_FEE, FRONTEND, DOCKER, LATE_FEE_TESTS)
+    )
