@@ -4,7 +4,6 @@
 PREFIX     := $(or $(EGGSHELL_PREFIX),$(HOME)/.local)
 VENV       := $(PREFIX)/share/eggshell/venv
 PY         := $(VENV)/bin/python
-DATA       ?= ../shared/data
 
 # Test tools from npm live in a repo-local prefix (ignored by git).
 NPM_PREFIX    := $(CURDIR)/.cache/npm
@@ -19,7 +18,7 @@ PY_TEST_TOOLS := pytest>=8 hypothesis>=6.100
 export PATH := $(BATS_BIN):$(NPM_BIN):$(PATH)
 export PYTHONPATH := $(CURDIR)/lib$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: help install test test-tools pytest bats bench eval lint
+.PHONY: help install test test-tools pytest bats bench lint
 
 help:
 	@echo "make targets:"
@@ -28,9 +27,8 @@ help:
 	@echo "  test-tools  install pytest+hypothesis into the venv, bats+codex into .cache/npm, if missing"
 	@echo "  pytest      only the Python tests        bats  only the bats tests"
 	@echo "  bench       run every tests/bench/bench_*.py with the venv's Python"
-	@echo "  eval        python -m eggshell.eval DATA (DATA=$(DATA))"
 	@echo "  lint        shellcheck bin/* install.sh .ci/run"
-	@echo "variables: EGGSHELL_PREFIX (now $(PREFIX)), DATA"
+	@echo "variables: EGGSHELL_PREFIX (now $(PREFIX))"
 
 install:
 	./install.sh
@@ -71,9 +69,6 @@ bench: $(PY)
 	rc=0; for b in "$$@"; do \
 	  echo "== $$b"; $(PY) "$$b" || { echo "make: $$b failed" >&2; rc=1; }; \
 	done; exit $$rc
-
-eval: $(PY)
-	$(PY) -m eggshell.eval $(DATA)
 
 lint:
 	shellcheck bin/* install.sh .ci/run
