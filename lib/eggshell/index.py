@@ -1,27 +1,60 @@
 """egg-index: the search provider, speaking the NDJSON provider protocol.
 
-    {"index":[{"id":...,"text":...}]}                  queued; never answered, not even on error
+    {"index":[{"id":...,"text":...}]}                  queued for embedding; never answered, not even on error
     {"query":{"id":...,"text":...},"candidates":[...]}  answered by exactly one {"related":[i,...]}
 
 `related` holds indices into `candidates`: unique, in range, at most --top-k, best first.
 Any error in a query line is answered with {"related":[]} and explained on stderr, so a
 caller reading one reply per query never falls out of step. EOF ends it with exit 0.
 
-This version ranks lexically (BM25 over the candidates' text). The Retrieval issue adds
-the embedding model, semantic and hybrid modes, and the shared vector cache.
+Modes: lexical (BM25; never loads the model), semantic (cosine of the best windows, at or
+above --threshold), hybrid (reciprocal rank fusion of the two; the default). In every mode
+the best --anchor-k matches of the query's identifier-like terms are pinned first. Ids are
+opaque: caching and ranking depend on the texts only. If the model fails, the lexical
+answer still comes back and the encoder is restarted on the next request.
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import IO, Any
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any, Callable
 
 from . import stage
-from .rank import BM25
+from .rank import BM25, anchor_ranking, rrf, select
 from .terms import terms
 
 PROG = "egg-index"
 DEFAULT_TOP_K = 8
+DEFAULT_ANCHOR_K = 2
+DEFAULT_THRESHOLD = 0.30
+MODES = ("lexical", "semantic", "hybrid")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    mode: str = "hybrid"
+    top_k: int = DEFAULT_TOP_K
+    anchor_k: int = DEFAULT_ANCHOR_K
+    threshold: float = DEFAULT_THRESHOLD
+    model: str | None = None  # None: the offline default
+    cache_dir: str | None = None  # the shared vector cache; None: <data root>/semantic/vectors
+    model_dir: str | None = None
+
+
+@dataclass
+class Ranked:
+    """Everything one query produced, for the reply and the trace."""
+
+    selected: list[int]
+    lexical: list[tuple[int, float]] = field(default_factory=list)
+    anchors: list[tuple[int, float]] = field(default_factory=list)
+    semantic: list[tuple[int, float]] = field(default_factory=list)  # thresholded
+    hybrid: list[tuple[int, float]] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
 
 
 def _items(x: Any) -> list[dict] | None:
@@ -30,21 +63,129 @@ def _items(x: Any) -> list[dict] | None:
     return x
 
 
-def related(query: str, candidates: list[dict], top_k: int = DEFAULT_TOP_K) -> list[int]:
-    """Indices of the candidates that match the query, best first."""
-    bm = BM25([terms(c["text"]) for c in candidates])
-    return [s.index for s in bm.search(terms(query), top_k)]
+def lexical_side(query: str, texts: list[str], anchor_k: int) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """(BM25 ranking, anchor ranking) of texts for a query, best first, scores > 0."""
+    bm = BM25([terms(t) for t in texts])
+    q = terms(query)
+    lex = [(s.index, s.score) for s in bm.search(q, len(texts))]
+    anc = [(s.index, s.score) for s in anchor_ranking(bm, q, max(anchor_k, 0) and len(texts))]
+    return lex, anc
 
 
-def run(lines: IO[str], out: IO[str], top_k: int, name: str = "<stdin>") -> int:
-    queued: list[dict] = []  # texts to embed; kept for the semantic modes
+def fuse(mode: str, top_k: int, anchor_k: int, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
+         anchors: list[tuple[int, float]], n: int) -> tuple[list[int], list[tuple[int, float]]]:
+    """(selection, hybrid ranking): the one rule every caller (provider, egg-query) uses."""
+    hybrid = rrf([i for i, _ in lexical], [i for i, _ in semantic])
+    base = {"lexical": lexical, "semantic": semantic, "hybrid": hybrid}[mode]
+    return select(n, top_k, [i for i, _ in anchors[:anchor_k]], [i for i, _ in base]), hybrid
+
+
+class Provider:
+    """The ranking behind egg-index, usable in-process (the hook path) or as a filter."""
+
+    def __init__(self, settings: Settings, data_root: str | None = None, log: Callable[[str], None] | None = None):
+        self.settings = settings
+        self.data_root = data_root
+        self.log = log or (lambda m: stage.warn(PROG, m))
+        self._semantic = None
+
+    @property
+    def uses_model(self) -> bool:
+        return self.settings.mode != "lexical"
+
+    def _index(self):
+        if self._semantic is None:
+            from .embed import Encoder
+            from .semantic import SemanticIndex
+
+            s = self.settings
+            enc = Encoder(s.model, model_dir=s.model_dir) if s.model else Encoder(model_dir=s.model_dir)
+            root = s.cache_dir or os.path.join(self.data_root or ".", "semantic", "vectors")
+            self._semantic = SemanticIndex(enc, root, self.log)
+        return self._semantic
+
+    @property
+    def model_id(self) -> str | None:
+        return self._semantic.encoder.model_id if self._semantic is not None else None
+
+    def index(self, items: list[dict], progress=None) -> int:
+        """Embed and cache the texts' windows now, so a later query only embeds itself."""
+        if not self.uses_model or not items:
+            return 0
+        try:
+            return len(self._index().ensure([i["text"] for i in items], progress))
+        except Exception as e:
+            self._failed("index", e)
+            return 0
+
+    def _failed(self, what: str, e: Exception) -> None:
+        self.log("%s: the embedding model failed (%s: %s); answering lexically, the encoder restarts on the next request" % (what, type(e).__name__, e))
+        self._semantic = None
+
+    def rank(self, query: str, texts: list[str]) -> Ranked:
+        s = self.settings
+        t0 = time.perf_counter()
+        lexical, anchors = lexical_side(query, texts, s.anchor_k)
+        t1 = time.perf_counter()
+        semantic: list[tuple[int, float]] = []
+        error = None
+        if self.uses_model and texts:
+            try:
+                sc = self._index().scores(query, texts)
+                semantic = sorted(((j, float(v)) for j, v in enumerate(sc) if v >= s.threshold), key=lambda x: (-x[1], x[0]))
+            except Exception as e:
+                error = "%s: %s" % (type(e).__name__, e)
+                self._failed("query", e)
+        t2 = time.perf_counter()
+        mode = s.mode if error is None else "lexical"
+        selected, hybrid = fuse(mode, s.top_k, s.anchor_k, lexical, semantic, anchors, len(texts))
+        t3 = time.perf_counter()
+        ms = lambda a, b: round((b - a) * 1000, 3)  # noqa: E731
+        return Ranked(selected, lexical, anchors, semantic, hybrid, {"lexical": ms(t0, t1), "semantic": ms(t1, t2), "fuse": ms(t2, t3), "total": ms(t0, t3)}, error)
+
+    def trace_record(self, r: Ranked, candidates: list[dict]) -> dict:
+        cut = lambda xs: [[i, round(v, 6)] for i, v in xs]  # noqa: E731
+        return {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "mode": self.settings.mode,
+            "model": self.model_id if self.uses_model else None,
+            "candidate_count": len(candidates),
+            "candidate_ids": [c.get("id") for c in candidates],
+            "lexical": cut(r.lexical),
+            "anchors": cut(r.anchors),
+            "semantic": cut(r.semantic),
+            "hybrid": cut(r.hybrid),
+            "selected": r.selected,
+            "timings_ms": r.timings_ms,
+            "error": r.error,
+        }
+
+
+def append_trace(path: str, record: dict, log: Callable[[str], None]) -> None:
+    """One line per query; best effort (a trace failure never fails the query)."""
+    import ujson
+
+    try:
+        from .paths import private_dir
+
+        private_dir(os.path.dirname(os.path.abspath(path)))
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (ujson.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+        finally:
+            os.close(fd)
+    except OSError as e:
+        log("cannot write the trace %s: %s" % (path, e))
+
+
+def run(provider: Provider, lines: IO[str], out: IO[str], trace: str | None = None, name: str = "<stdin>") -> int:
     for n, obj in stage.read_ndjson(lines, name):
         if isinstance(obj, dict) and "index" in obj and "query" not in obj:
             items = _items(obj["index"])
             if items is None:
                 stage.warn(PROG, '%s:%d: "index" must be a list of {"id":...,"text":...}; ignored' % (name, n))
             else:
-                queued.extend(items)
+                provider.index(items)
             continue
         q = obj.get("query") if isinstance(obj, dict) else None
         cands = _items(obj.get("candidates")) if isinstance(obj, dict) else None
@@ -53,13 +194,39 @@ def run(lines: IO[str], out: IO[str], top_k: int, name: str = "<stdin>") -> int:
             stage.warn(PROG, why + '; answered {"related":[]}')
             stage.write({"related": []}, out)
             continue
-        stage.write({"related": related(q["text"], cands, top_k)}, out)
+        try:
+            r = provider.rank(q["text"], [c["text"] for c in cands])
+        except Exception as e:  # never leave a query unanswered
+            stage.warn(PROG, "%s:%d: %s: %s; answered {\"related\":[]}" % (name, n, type(e).__name__, e))
+            stage.write({"related": []}, out)
+            continue
+        if trace:
+            append_trace(trace, provider.trace_record(r, cands), provider.log)
+        stage.write({"related": r.selected}, out)
     return 0
 
 
+def related(query: str, candidates: list[dict], top_k: int = DEFAULT_TOP_K) -> list[int]:
+    """Lexical indices of the candidates that match the query, best first (no model)."""
+    return Provider(Settings(mode="lexical", top_k=top_k)).rank(query, [c["text"] for c in candidates]).selected
+
+
 def main(argv: list[str]) -> int:
-    p = stage.parser(PROG, "Rank candidates against queries (the Eggshell search-provider protocol).", epilog=__doc__.split("\n\n")[1])
-    p.add_argument("--mode", choices=["lexical"], default="lexical", help="ranking mode (only lexical in this version)")
+    from .paths import from_env
+
+    p = stage.parser(PROG, "Rank candidates against queries (the Eggshell search-provider protocol).", epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--mode", choices=MODES, default="hybrid", help="ranking mode (default %(default)s)")
     p.add_argument("--top-k", type=stage.positive_int, default=DEFAULT_TOP_K, help="most indices per reply (default %(default)s)")
+    p.add_argument("--anchor-k", type=int, default=DEFAULT_ANCHOR_K, help="anchor matches pinned first (default %(default)s)")
+    p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help="least cosine for a semantic match (default %(default)s)")
+    p.add_argument("--model", help="embedding model (default: the offline all-MiniLM-L6-v2)")
+    p.add_argument("--cache", metavar="DIR", help="vector cache (default: $EGGSHELL_DATA_ROOT/semantic/vectors)")
+    p.add_argument("--trace", metavar="FILE", help="append one JSON line per query with every ranking, scores and timings")
     a = p.parse_args(argv)
-    return run(sys.stdin, sys.stdout, a.top_k)
+    if a.anchor_k < 0:
+        p.error("--anchor-k must be 0 or more")
+    if not -1.0 <= a.threshold <= 1.0:
+        p.error("--threshold must be a cosine from -1 to 1")
+    settings = Settings(a.mode, a.top_k, a.anchor_k, a.threshold, a.model, a.cache)
+    provider = Provider(settings, from_env().data_root)
+    return run(provider, sys.stdin, sys.stdout, a.trace)

@@ -1,17 +1,21 @@
 """egg-query: find the prior turns relevant to a request, across `.egg` stores.
 
-Candidates are recorded turns (see records.py); ranking is lexical BM25 in this
-version. Each query line gets exactly one hits line, in input order.
+Candidates are recorded turns (see records.py). egg-query ranks them lexically itself
+(BM25, with a floor on how much of the query a turn must cover) and asks a search
+provider for the semantic side; hybrid fuses the two by reciprocal rank fusion, and
+the best matches of identifier-like query terms are pinned first. A provider that
+fails is ignored for that query: the answer is then lexical. Each query line gets
+exactly one hits line, in input order.
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import asdict, dataclass
-from typing import IO, Iterable
+from typing import IO, Callable, Iterable
 
 from . import stage
-from .rank import BM25
+from .rank import BM25, anchor_ranking
 from .records import TurnView, searchable_text, turn_views
 from .store import EggError, Store
 from .terms import terms
@@ -19,6 +23,17 @@ from .terms import terms
 PROG = "egg-query"
 DEFAULT_TOP_K = 8
 DEFAULT_MIN_COVERAGE = 0.2
+DEFAULT_ANCHOR_K = 2
+MODES = ("lexical", "semantic", "hybrid")
+
+# The semantic side: (query, candidates [{"id","text"}], how many) -> indices best first,
+# or None when the provider failed (the query then goes on lexically).
+Semantic = Callable[[str, list[dict], int], "list[int] | None"]
+
+
+def semantic_depth(top_k: int) -> int:
+    """How deep a semantic list to fuse: deeper than the answer, so fusion has room."""
+    return max(4 * top_k, 20)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +50,17 @@ class Hit:
 class Searcher:
     """An index over the turns of some stores; rebuilt only when a store grew."""
 
-    def __init__(self, stores: Iterable[Store]):
+    def __init__(self, stores: Iterable[Store], mode: str = "lexical", semantic: Semantic | None = None, anchor_k: int = DEFAULT_ANCHOR_K):
+        if mode not in MODES:
+            raise ValueError("mode must be one of %s" % ", ".join(MODES))
         self.stores = list(stores)
+        self.mode = mode
+        self.semantic = semantic
+        self.anchor_k = anchor_k
         self._stamp: tuple | None = None
         self.views: list[TurnView] = []
         self.by_id: dict[str, TurnView] = {}
+        self.candidates: list[dict] = []
         self._bm25: BM25 | None = None
 
     def _refresh(self) -> None:
@@ -54,17 +75,37 @@ class Searcher:
                 views.setdefault(v.id, v)
         self.views = list(views.values())
         self.by_id = views
-        self._bm25 = BM25([terms(searchable_text(v)) for v in self.views])
+        self.candidates = [{"id": v.id, "text": searchable_text(v)} for v in self.views]
+        self._bm25 = BM25([terms(c["text"]) for c in self.candidates])
         self._stamp = stamp
 
     def search(self, text: str, top_k: int = DEFAULT_TOP_K, min_coverage: float = DEFAULT_MIN_COVERAGE) -> list[Hit]:
+        from .index import fuse
+
         self._refresh()
         assert self._bm25 is not None
-        ranked = self._bm25.search(terms(text), top_k, min_coverage)
+        q = terms(text)
+        n = len(self.views)
+        lexical = [(s.index, s.score) for s in self._bm25.search(q, n, min_coverage)]
+        anchors = [(s.index, s.score) for s in anchor_ranking(self._bm25, q, self.anchor_k)]
+        semantic: list[tuple[int, float]] = []
+        mode = self.mode
+        if mode != "lexical":
+            related = self.semantic(text, self.candidates, semantic_depth(top_k)) if (self.semantic and n) else None
+            if related is None:
+                mode = "lexical"  # no provider, or it failed: answer lexically
+            else:
+                seen: set[int] = set()
+                for i in related:
+                    if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n and i not in seen:
+                        seen.add(i)
+                        semantic.append((i, 1.0 / (len(semantic) + 1)))
+        selected, hybrid = fuse(mode, top_k, self.anchor_k, lexical, semantic, anchors, n)
+        score = dict({"lexical": lexical, "semantic": semantic, "hybrid": hybrid}[mode])
         hits = []
-        for rank, sc in enumerate(ranked, 1):
-            v = self.views[sc.index]
-            hits.append(Hit(v.id, v.key, rank, round(sc.score, 6), v.session, v.turn, v.store))
+        for rank, i in enumerate(selected, 1):
+            v = self.views[i]
+            hits.append(Hit(v.id, v.key, rank, round(score.get(i, 0.0), 6), v.session, v.turn, v.store))
         return hits
 
 

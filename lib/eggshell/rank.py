@@ -57,3 +57,56 @@ class BM25:
         out = [Scored(i, s, held[i] / total) for i, s in scores.items() if s > 0 and held[i] / total >= min_coverage]
         out.sort(key=lambda x: (-x.score, x.index))
         return out[:top_k]
+
+
+def is_anchor(term: str) -> bool:
+    """A term that names one thing exactly: an identifier, path, version or hash.
+
+    It has an internal `_ / . :`, or mixes letters with digits. Plain words and plain
+    numbers are not anchors (a year or "notes." would otherwise take the pinned slots).
+    """
+    inner = term.strip("_/.:-")
+    if any(c in "_/.:" for c in inner):
+        return True
+    return any(c.isdigit() for c in term) and any(c.isalpha() for c in term)
+
+
+def anchor_ranking(bm25: BM25, query: list[str], limit: int) -> list[Scored]:
+    """Documents ranked by the query's anchor terms alone (idf over all documents)."""
+    anchors = [t for t in dict.fromkeys(query) if is_anchor(t)]
+    if not anchors or limit < 1:
+        return []
+    return bm25.search(anchors, limit)
+
+
+RRF_K = 60
+
+
+def rrf(*rankings: list[int], k: int = RRF_K) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion: sum of 1/(k + rank) over the lists holding each index.
+
+    Ties go to the index seen first (in list order), so the result is deterministic.
+    """
+    score: dict[int, float] = {}
+    first: dict[int, int] = {}
+    pos = 0
+    for ranking in rankings:
+        for rank, i in enumerate(ranking, 1):
+            score[i] = score.get(i, 0.0) + 1.0 / (k + rank)
+            if i not in first:
+                first[i] = pos
+                pos += 1
+    return sorted(score.items(), key=lambda kv: (-kv[1], first[kv[0]]))
+
+
+def select(n: int, top_k: int, anchors: list[int], ranking: list[int]) -> list[int]:
+    """Anchors first, then the ranking: unique, each < n, at most top_k."""
+    out: list[int] = []
+    seen: set[int] = set()
+    for i in [*anchors, *ranking]:
+        if len(out) >= top_k:
+            break
+        if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n and i not in seen:
+            seen.add(i)
+            out.append(i)
+    return out

@@ -16,9 +16,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CANDS = [{"id": "a", "text": "bake bread at home"}, {"id": "b", "text": "late_fee is computed in src/billing.py"}, {"id": "c", "text": "late fee policy"}]
 
 
-def run(lines: list[str], top_k: int = 8) -> list[dict]:
+def run(lines: list[str], top_k: int = 8, anchor_k: int = 2) -> list[dict]:
     out = io.StringIO()
-    assert index.run(io.StringIO("".join(l + "\n" for l in lines)), out, top_k) == 0
+    provider = index.Provider(index.Settings(mode="lexical", top_k=top_k, anchor_k=anchor_k))
+    assert index.run(provider, io.StringIO("".join(l + "\n" for l in lines)), out) == 0
     return [json.loads(l) for l in out.getvalue().splitlines()]
 
 
@@ -58,7 +59,7 @@ def test_related_indices_are_unique_in_range_and_at_most_top_k(texts, query, k):
 
 def test_the_executable_speaks_the_protocol_and_exits_0_at_eof():
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "lib"))
-    p = subprocess.run([os.path.join(REPO, "bin", "egg-index")], input=json.dumps({"index": CANDS}) + "\n" + q("late_fee") + "\n",
+    p = subprocess.run([os.path.join(REPO, "bin", "egg-index"), "--mode", "lexical"], input=json.dumps({"index": CANDS}) + "\n" + q("late_fee") + "\n",
                        capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     assert [json.loads(l) for l in p.stdout.splitlines()] == [{"related": [1, 2]}]

@@ -174,9 +174,19 @@ def test_hit_id_is_the_turns_answer_outcome(one_store):
 
 
 def test_best_first(one_store):
-    hits = query.Searcher([one_store]).search("late_fee rounding tests")
+    hits = query.Searcher([one_store], anchor_k=0).search("late_fee rounding tests")
     assert [h.turn for h in hits][:2] == ["t-late-fee-tests", "t-late-fee"]
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_anchor_matches_are_pinned_first(one_store):
+    # `late_fee` is identifier-like: its best matches come first, in anchor order,
+    # even where the whole-query ranking would put another turn first.
+    plain = query.Searcher([one_store], anchor_k=0).search("late_fee rounding tests")
+    pinned = query.Searcher([one_store], anchor_k=1).search("late_fee rounding tests")
+    assert [h.turn for h in plain][0] == "t-late-fee-tests"
+    assert [h.turn for h in pinned][0] == "t-late-fee"
+    assert sorted(h.turn for h in plain) == sorted(h.turn for h in pinned)
 
 
 def test_related_query_finds_the_turn(one_store):
