@@ -28,6 +28,10 @@ class Config:
     handoff_chars: int = 8000
     top_k: int = 5
     min_coverage: float = 0.2
+    mode: str = "hybrid"  # lexical | semantic | hybrid
+    semantic_matcher: bool | tuple[str, ...] = True  # True: the built-in provider; False: none; argv: a program
+    model: str | None = None  # None: the offline default model
+    threshold: float | None = None  # None: the provider's default
     project_root: str | None = None
     sources: tuple[str, ...] = field(default=())  # the files that were read, in order
 
@@ -46,8 +50,12 @@ class Config:
         return list(dict.fromkeys(out))
 
 
-# key -> (type check, description of the type, allowed in global file, validator)
+# key -> (type, description of the type, allowed in the global file)
 _KEYS: dict[str, tuple[type | tuple[type, ...], str, bool]] = {
+    "mode": (str, 'one of "lexical", "semantic", "hybrid"', True),
+    "semantic_matcher": ((bool, list), 'false, or a program and its arguments like ["/path/prog", "arg"]', True),
+    "model": (str, "a fastembed model name", True),
+    "threshold": ((int, float), "a cosine from -1 to 1", True),
     "enabled": (bool, "true or false", True),
     "egg": (str, "a path string", False),
     "read": (list, "a list of path strings", False),
@@ -63,6 +71,8 @@ def _check(path: str, key: str, value: Any, where: str) -> Any:
     kind, desc, in_global = _KEYS[key]
     if where == "global" and not in_global:
         raise ConfigError("%s: %r can only be set in a project's %s" % (path, key, PROJECT_CONFIG))
+    if key == "semantic_matcher":
+        return _check_matcher(path, value, where, desc)
     if isinstance(value, bool) and kind is not bool:
         raise ConfigError("%s: %r must be %s, got %r" % (path, key, desc, value))
     if not isinstance(value, kind):
@@ -77,11 +87,34 @@ def _check(path: str, key: str, value: Any, where: str) -> Any:
         raise ConfigError("%s: 'handoff_chars' must be %s (Codex caps hook context at 48000), got %r" % (path, desc, value))
     if key == "top_k" and not 1 <= value <= 50:
         raise ConfigError("%s: 'top_k' must be %s, got %r" % (path, desc, value))
+    if key == "mode" and value not in ("lexical", "semantic", "hybrid"):
+        raise ConfigError("%s: 'mode' must be %s, got %r" % (path, desc, value))
+    if key == "threshold":
+        if not -1 <= value <= 1:
+            raise ConfigError("%s: 'threshold' must be %s, got %r" % (path, desc, value))
+        return float(value)
     if key == "min_coverage":
         if not 0 <= value <= 1:
             raise ConfigError("%s: 'min_coverage' must be %s, got %r" % (path, desc, value))
         return float(value)
     return value
+
+
+def _check_matcher(path: str, value: Any, where: str, desc: str) -> bool | tuple[str, ...]:
+    if value is True:
+        raise ConfigError("%s: 'semantic_matcher' must be %s; leave it out for the built-in provider" % (path, desc))
+    if value is False:
+        return False
+    if not isinstance(value, list) or not value or not all(isinstance(a, str) and a for a in value):
+        raise ConfigError("%s: 'semantic_matcher' must be %s, got %r" % (path, desc, value))
+    if where != "global":
+        raise ConfigError(
+            "%s: a project file may not name a program to run ('semantic_matcher'): anyone who can change a "
+            "repository could then run code on your machine. Set it in your own global config instead." % path
+        )
+    if not os.path.isabs(value[0]):
+        raise ConfigError("%s: 'semantic_matcher' must start with an absolute path to the program, got %r" % (path, value[0]))
+    return tuple(value)
 
 
 def read_file(path: str, where: str) -> dict[str, Any]:

@@ -34,7 +34,8 @@ def default_model_dir(prefix: str | None = None) -> str:
     """Where install.sh puts the offline default model."""
     base = prefix or os.environ.get("EGGSHELL_PREFIX") or os.path.join(os.path.expanduser("~"), ".local")
     candidates = [
-        os.path.join(os.path.dirname(sys.prefix), "models", DEFAULT_MODEL),  # running inside the installed venv
+        # Running inside the installed venv: the model sits beside it (through any symlink).
+        os.path.join(os.path.dirname(os.path.realpath(sys.prefix)), "models", DEFAULT_MODEL),
         os.path.join(base, "share", "eggshell", "models", DEFAULT_MODEL),
     ]
     for c in candidates:

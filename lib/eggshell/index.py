@@ -171,7 +171,7 @@ def append_trace(path: str, record: dict, log: Callable[[str], None]) -> None:
         private_dir(os.path.dirname(os.path.abspath(path)))
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, (ujson.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+            os.write(fd, (ujson.dumps(record, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8"))
         finally:
             os.close(fd)
     except OSError as e:

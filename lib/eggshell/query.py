@@ -50,13 +50,16 @@ class Hit:
 class Searcher:
     """An index over the turns of some stores; rebuilt only when a store grew."""
 
-    def __init__(self, stores: Iterable[Store], mode: str = "lexical", semantic: Semantic | None = None, anchor_k: int = DEFAULT_ANCHOR_K):
+    def __init__(self, stores: Iterable[Store], mode: str = "lexical", semantic: Semantic | None = None,
+                 anchor_k: int = DEFAULT_ANCHOR_K, trace: str | None = None, model: str | None = None):
         if mode not in MODES:
             raise ValueError("mode must be one of %s" % ", ".join(MODES))
         self.stores = list(stores)
         self.mode = mode
         self.semantic = semantic
         self.anchor_k = anchor_k
+        self.trace = trace  # a sidecar file: one line per query with every ranking and timing
+        self.model = model
         self._stamp: tuple | None = None
         self.views: list[TurnView] = []
         self.by_id: dict[str, TurnView] = {}
@@ -80,14 +83,19 @@ class Searcher:
         self._stamp = stamp
 
     def search(self, text: str, top_k: int = DEFAULT_TOP_K, min_coverage: float = DEFAULT_MIN_COVERAGE) -> list[Hit]:
+        import time
+
         from .index import fuse
 
+        t0 = time.perf_counter()
         self._refresh()
         assert self._bm25 is not None
+        t1 = time.perf_counter()
         q = terms(text)
         n = len(self.views)
         lexical = [(s.index, s.score) for s in self._bm25.search(q, n, min_coverage)]
         anchors = [(s.index, s.score) for s in anchor_ranking(self._bm25, q, self.anchor_k)]
+        t2 = time.perf_counter()
         semantic: list[tuple[int, float]] = []
         mode = self.mode
         if mode != "lexical":
@@ -100,12 +108,27 @@ class Searcher:
                     if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n and i not in seen:
                         seen.add(i)
                         semantic.append((i, 1.0 / (len(semantic) + 1)))
+        t3 = time.perf_counter()
         selected, hybrid = fuse(mode, top_k, self.anchor_k, lexical, semantic, anchors, n)
         score = dict({"lexical": lexical, "semantic": semantic, "hybrid": hybrid}[mode])
         hits = []
         for rank, i in enumerate(selected, 1):
             v = self.views[i]
             hits.append(Hit(v.id, v.key, rank, round(score.get(i, 0.0), 6), v.session, v.turn, v.store))
+        t4 = time.perf_counter()
+        if self.trace:
+            ms = lambda a, b: round((b - a) * 1000, 3)  # noqa: E731
+            cut = lambda xs: [[i, round(v, 6)] for i, v in xs]  # noqa: E731
+            from .index import append_trace
+
+            append_trace(self.trace, {
+                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "mode": self.mode, "answered_as": mode, "model": self.model,
+                "candidate_count": n, "candidate_ids": [v.id for v in self.views],
+                "lexical": cut(lexical), "anchors": cut(anchors), "semantic": cut(semantic), "hybrid": cut(hybrid),
+                "selected": selected,
+                "timings_ms": {"load": ms(t0, t1), "lexical": ms(t1, t2), "semantic": ms(t2, t3), "fuse": ms(t3, t4), "total": ms(t0, t4)},
+            }, lambda m: stage.warn(PROG, m))
         return hits
 
 
@@ -148,15 +171,37 @@ example:
 exit status: 0 ok; 1 some lines were malformed; 2 usage or store error.""",
     )
     p.add_argument("--egg", action="append", required=True, metavar="PATH", help="a .egg store to search (repeatable)")
-    p.add_argument("--mode", choices=["lexical"], default="lexical", help="ranking mode (only lexical in this version)")
+    p.add_argument("--mode", choices=MODES, help="ranking mode (default: `mode` in the config, else hybrid)")
     p.add_argument("--top-k", type=stage.positive_int, default=DEFAULT_TOP_K, help="most hits per query (default %(default)s)")
     p.add_argument("--min-coverage", type=stage.fraction, default=DEFAULT_MIN_COVERAGE,
-                   help="least idf-weighted share of the query a hit must hold (default %(default)s)")
+                   help="least idf-weighted share of the query a lexical hit must hold (default %(default)s)")
+    p.add_argument("--anchor-k", type=int, default=DEFAULT_ANCHOR_K, help="anchor matches pinned first (default %(default)s)")
+    p.add_argument("--in-process", action="store_true",
+                   help="run the built-in provider in this process instead of an egg-index child (as the hooks do)")
+    p.add_argument("--no-trace", action="store_true", help="do not append to $EGGSHELL_DATA_ROOT/semantic/matcher-trace.jsonl")
     a = p.parse_args(argv)
+    import os
+
+    from . import config as _config
+    from . import matcher
+    from .paths import from_env
+
+    paths = from_env()
+    close = lambda: None  # noqa: E731
     try:
-        searcher = Searcher(Store.open(path) for path in a.egg)
+        cfg = _config.load(paths, os.getcwd())
+        if a.mode:
+            from dataclasses import replace
+
+            cfg = replace(cfg, mode=a.mode)
+        log = lambda m: stage.warn(PROG, m)  # noqa: E731
+        semantic, close = matcher.choose(cfg, paths.data_root, paths.bin_dir, semantic_depth(a.top_k), log, prefer_in_process=a.in_process)
+        trace = None if a.no_trace else os.path.join(paths.data_root, "semantic", "matcher-trace.jsonl")
+        searcher = Searcher((Store.open(path) for path in a.egg), cfg.mode, semantic, a.anchor_k, trace, cfg.model)
         bad = run(searcher, sys.stdin, sys.stdout, a.top_k, a.min_coverage)
-    except (EggError, OSError) as e:
+    except (EggError, OSError, _config.ConfigError) as e:
         stage.warn(PROG, str(e))
         return 2
+    finally:
+        close()
     return 1 if bad else 0

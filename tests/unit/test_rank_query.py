@@ -317,7 +317,7 @@ def test_main_usage_errors_exit_2(capsys):
         query.main([])  # --egg is required
     assert e.value.code == 2
     with pytest.raises(SystemExit) as e:
-        query.main(["--egg", "x.egg", "--mode", "semantic"])
+        query.main(["--egg", "x.egg", "--mode", "fuzzy"])
     assert e.value.code == 2
 
 

@@ -44,6 +44,40 @@ def _turn_id(p: dict, journal: Journal, session: str) -> str | None:
     return journal.current(session)
 
 
+def _log(paths: Paths):
+    def log(msg: str) -> None:
+        from ..hook import log_failure
+
+        log_failure(paths, "search", RuntimeError(msg))
+
+    return log
+
+
+def _pre_index(cfg, paths: Paths, items: list[dict]) -> None:
+    """Embed a saved turn in the background, so the next prompt only embeds itself.
+
+    The provider runs detached with its own stdio, so the host does not wait for it.
+    """
+    import subprocess
+
+    from .. import matcher
+    from ..query import semantic_depth
+
+    if cfg.mode == "lexical" or cfg.semantic_matcher is False:
+        return
+    argv = list(cfg.semantic_matcher) if isinstance(cfg.semantic_matcher, tuple) else matcher.builtin_argv(cfg, paths.bin_dir, semantic_depth(cfg.top_k))
+    import ujson
+
+    env = dict(os.environ, EGGSHELL_PREFIX=paths.prefix, EGGSHELL_DATA_ROOT=paths.data_root)
+    with open(os.devnull, "wb") as null:
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=null, stderr=null, start_new_session=True, close_fds=True, env=env)
+    try:
+        p.stdin.write((ujson.dumps({"index": items}, ensure_ascii=False) + "\n").encode("utf-8"))
+        p.stdin.close()
+    except OSError:
+        pass
+
+
 def handle(payload: Any, paths: Paths) -> dict:
     """The JSON reply for one hook event."""
     if not isinstance(payload, dict):
@@ -95,12 +129,18 @@ def handle(payload: Any, paths: Paths) -> dict:
         turn = next((payload[k] for k in ("turn_id", "prompt_id") if isinstance(payload.get(k), str) and payload[k]), uuid.uuid4().hex)
         journal.append(session, turn, {"event": "prompt", "session": session, "turn": turn, "cwd": cwd, "prompt": prompt, "time": _now()})
         journal.set_current(session, turn)
+        from .. import matcher
         from ..handoff import render
-        from ..query import Searcher
+        from ..query import Searcher, semantic_depth
         from ..store import Store
 
-        searcher = Searcher(Store.open(p) for p in cfg.read_eggs)
-        hits = searcher.search(prompt, cfg.top_k, cfg.min_coverage)
+        semantic, close = matcher.choose(cfg, paths.data_root, paths.bin_dir, semantic_depth(cfg.top_k), _log(paths), prefer_in_process=True)
+        try:
+            trace = os.path.join(paths.data_root, "semantic", "matcher-trace.jsonl")
+            searcher = Searcher((Store.open(p) for p in cfg.read_eggs), cfg.mode, semantic, trace=trace, model=cfg.model)
+            hits = searcher.search(prompt, cfg.top_k, cfg.min_coverage)
+        finally:
+            close()
         views = [searcher.by_id[h.id] for h in hits if h.session != session or h.turn != turn]
         text = render(prompt, views, cfg.handoff_chars).text
         if not text:
@@ -119,7 +159,9 @@ def handle(payload: Any, paths: Paths) -> dict:
             from ..save import save_turn
             from ..store import Store
 
-            save_turn(Store.open(cfg.write_egg), record, cfg.project_root)
+            saved = save_turn(Store.open(cfg.write_egg), record, cfg.project_root)
+            if saved.index:
+                _pre_index(cfg, paths, saved.index)
         journal.discard(session, turn)
         return {}
 
