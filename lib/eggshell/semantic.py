@@ -34,7 +34,7 @@ class SemanticIndex:
             from .vectors import VectorCache
 
             self.encoder.load()
-            self._cache = VectorCache(self.cache_root, self.encoder.model_id, self.encoder.dim)
+            self._cache = VectorCache(self.cache_root, self.encoder.model_id, self.encoder.dim, log=self.log)
         return self._cache
 
     def _windows(self, text: str) -> list[str]:
