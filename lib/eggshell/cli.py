@@ -307,6 +307,86 @@ def cmd_merge(a, paths: Paths) -> int:
     return 0
 
 
+def cmd_index(a, paths: Paths) -> int:
+    """Embed every recorded turn the vector cache lacks, so prompts only embed themselves."""
+    from .index import Provider, Settings
+    from .query import semantic_depth
+
+    cfg = _config.load(paths, os.getcwd())
+    if cfg.mode == "lexical" or cfg.semantic_matcher is False:
+        say("nothing to do: semantic search is off here (mode = %r, semantic_matcher = %r)" % (cfg.mode, cfg.semantic_matcher))
+        return 0
+    searcher = Searcher(_stores(a, paths))
+    searcher._refresh()
+    items = searcher.candidates
+    if not items:
+        say("nothing to do: no recorded turns")
+        return 0
+    if isinstance(cfg.semantic_matcher, tuple):
+        from .provider import ProviderClient
+
+        with ProviderClient(list(cfg.semantic_matcher), log=lambda m: print(m, file=sys.stderr)) as client:
+            ok = client.index(items)
+        say("sent %d turns to %s%s" % (len(items), cfg.semantic_matcher[0], "" if ok else " (it failed; see above)"))
+        return 0 if ok else 1
+    kw = {} if cfg.threshold is None else {"threshold": cfg.threshold}
+    provider = Provider(Settings(mode="semantic", top_k=semantic_depth(cfg.top_k), model=cfg.model, **kw), paths.data_root,
+                        lambda m: print("egg index: %s" % m, file=sys.stderr))
+    bar = _Progress("embedding")
+    n = provider.index(items, bar)
+    bar.done()
+    index = provider._index()
+    cache = index.cache
+    from .vectors import committed_segments
+
+    segments = len(committed_segments(cache.dir))
+    if segments > a.compact_over:
+        merged = cache.compact()
+        say("compacted the vector cache: %d segments into 1" % merged)
+    say("%d turns indexed; the vector cache holds %d windows for %s" % (n, len(cache), index.encoder.model_id))
+    return 0
+
+
+class _Progress:
+    """A one-line progress bar on stderr (only when it is a terminal; else one line at the end)."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.tty = sys.stderr.isatty()
+        self.last = (0, 0)
+
+    def __call__(self, done: int, total: int) -> None:
+        self.last = (done, total)
+        if self.tty:
+            width = 30
+            fill = int(width * done / max(total, 1))
+            print("\r%s [%s%s] %d/%d windows" % (self.label, "#" * fill, "." * (width - fill), done, total), end="", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        done, total = self.last
+        if total:
+            print(("\r" if self.tty else "") + "%s: %d/%d new windows embedded" % (self.label, done, total), file=sys.stderr, flush=True)
+
+
+def cmd_model(a, paths: Paths) -> int:
+    from .embed import Encoder, ModelError, default_model_dir, is_offline_default
+
+    if is_offline_default(a.name):
+        d = default_model_dir(paths.prefix)
+        if not os.path.isfile(os.path.join(d, "model.onnx")):
+            raise CliError("the offline default model is missing from %s; run ./install.sh" % d)
+        say("the offline default model is installed at %s (install.sh assembles it; nothing to download)" % d)
+        return 0
+    enc = Encoder(a.name, allow_download=True)
+    say("downloading %s into %s (needs access to its model hub) ..." % (a.name, enc.cache_dir))
+    try:
+        enc.load()
+    except ModelError as e:
+        raise CliError("could not install %s: %s\nNothing was changed; the default model stays in use." % (a.name, str(e).split(" (install it with")[0]), 1)
+    say("installed %s (%d dimensions). Use it with `model = %s` in your config." % (a.name, enc.dim, json.dumps(a.name)))
+    return 0
+
+
 def cmd_status(a, paths: Paths) -> int:
     cfg = _config.load(paths, os.getcwd())
     say("eggshell %s" % __version__)
@@ -371,6 +451,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", required=True, metavar="OUT")
     s.add_argument("--force", action="store_true", help="replace OUT if it exists")
     s.set_defaults(fn=cmd_merge)
+
+    s = sub.add_parser("index", help="embed every recorded turn the vector cache lacks (with progress)")
+    stores_opt(s)
+    s.add_argument("--compact-over", type=int, default=64, metavar="N", help="compact the vector cache when it has more than N segments (default %(default)s)")
+    s.set_defaults(fn=cmd_index)
+
+    s = sub.add_parser("model", help="manage embedding models")
+    msub = s.add_subparsers(dest="model_command", metavar="ACTION")
+    msub.required = True
+    m = msub.add_parser("install", help="download a fastembed model where a model hub can be reached")
+    m.add_argument("name", help="a fastembed text model, e.g. sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2")
+    m.set_defaults(fn=cmd_model)
 
     s = sub.add_parser("status", help="show the paths, config and stores in force here")
     s.set_defaults(fn=cmd_status)

@@ -44,6 +44,16 @@ def default_model_dir(prefix: str | None = None) -> str:
     return candidates[-1]
 
 
+def downloaded_models_dir(prefix: str | None = None) -> str:
+    """Where `egg model install` keeps models fetched through fastembed."""
+    base = prefix or os.environ.get("EGGSHELL_PREFIX") or os.path.join(os.path.expanduser("~"), ".local")
+    return os.path.join(base, "share", "eggshell", "models", "fastembed")
+
+
+def is_offline_default(model: str | None) -> bool:
+    return model is None or model in _OFFLINE
+
+
 @dataclass(frozen=True, slots=True)
 class Window:
     start: int  # character offsets into the text
@@ -79,11 +89,13 @@ def cut_windows(offsets: list[tuple[int, int]], text: str, window: int = WINDOW,
 class Encoder:
     """A fastembed text model, loaded on first use; vectors come back L2-normalized float32."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, model_dir: str | None = None, cache_dir: str | None = None, threads: int | None = None):
+    def __init__(self, model: str = DEFAULT_MODEL, *, model_dir: str | None = None, cache_dir: str | None = None,
+                 threads: int | None = None, allow_download: bool = False):
         self.model = model
         self.model_dir = model_dir
-        self.cache_dir = cache_dir
+        self.cache_dir = cache_dir or (None if model in _OFFLINE else downloaded_models_dir())
         self.threads = threads
+        self.allow_download = allow_download  # only `egg model install` may reach a model hub
         self._emb: Any = None
         self._tok: Any = None
         self.dim: int | None = None
@@ -117,6 +129,9 @@ class Encoder:
                 raise ModelError("cannot load %s from %s: %s" % (self.model, d, e)) from None
             tok_file = os.path.join(d, "tokenizer.json")
         else:
+            if not self.allow_download:
+                # Searching must never wait on a network: use what `egg model install` fetched.
+                os.environ["HF_HUB_OFFLINE"] = "1"
             try:
                 self._emb = TextEmbedding(self.model, cache_dir=self.cache_dir, **kwargs)
             except Exception as e:

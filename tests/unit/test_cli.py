@@ -510,3 +510,65 @@ def test_bin_egg_runs_the_checkout(tmp_path):
     r = subprocess.run([os.path.join(BIN, "egg"), "--help"], capture_output=True, text=True,
                        env=dict(env, EGGSHELL_PREFIX=str(tmp_path / "empty")), cwd=tmp_path, timeout=30)
     assert r.returncode == 127 and "no Eggshell environment" in r.stderr
+
+
+# -- egg index / egg model -------------------------------------------------------------------------
+
+
+def _project_with_turns(tmp_path, monkeypatch, n=5):
+    from eggshell import config as _cfg
+    from eggshell import save as _save
+
+    proj = tmp_path / "idxproj"
+    proj.mkdir()
+    (proj / ".eggshell.toml").write_text(_cfg.PROJECT_TEMPLATE)
+    store = Store.open(str(proj / ".eggs" / "work.egg"))
+    for i in range(n):
+        _save.save_turn(store, {"session": "s", "turn": "t%d" % i, "cwd": str(proj), "prompt": "where is loader_%d defined" % i,
+                                "tools": [], "answer": "loader_%d is in src/m%d.py" % (i, i)}, str(proj))
+    monkeypatch.chdir(proj)
+    return proj
+
+
+def test_index_embeds_what_the_cache_lacks_then_nothing(tmp_path, monkeypatch, capsys):
+    from eggshell import cli as _cli
+    from eggshell.embed import Encoder
+    from eggshell.vectors import VectorCache
+
+    _project_with_turns(tmp_path, monkeypatch)
+    data = tmp_path / "data"
+    monkeypatch.setenv("EGGSHELL_DATA_ROOT", str(data))
+    monkeypatch.setenv("EGGSHELL_PREFIX", str(tmp_path / "prefix"))
+    assert _cli.main(["index"]) == 0
+    out, err = capsys.readouterr()
+    assert "5 turns indexed" in out and "5/5 new windows embedded" in err
+    enc = Encoder()
+    enc.load()
+    cache = VectorCache(str(data / "semantic" / "vectors"), enc.model_id, enc.dim)
+    cache.refresh()
+    assert len(cache) == 5
+    assert _cli.main(["index"]) == 0
+    out, err = capsys.readouterr()
+    assert "new windows embedded" not in err  # everything was cached already
+    again = VectorCache(str(data / "semantic" / "vectors"), enc.model_id, enc.dim)
+    again.refresh()
+    assert len(again) == 5
+
+
+def test_index_with_semantic_search_off_does_nothing(tmp_path, monkeypatch, capsys):
+    from eggshell import cli as _cli
+
+    proj = _project_with_turns(tmp_path, monkeypatch, n=1)
+    (proj / ".eggshell.toml").write_text('mode = "lexical"\n')
+    monkeypatch.setenv("EGGSHELL_DATA_ROOT", str(tmp_path / "data"))
+    assert _cli.main(["index"]) == 0
+    assert "semantic search is off" in capsys.readouterr().out
+    assert not (tmp_path / "data").exists()
+
+
+def test_model_install_of_the_default_reports_where_it_is(monkeypatch, capsys):
+    from eggshell import cli as _cli
+
+    monkeypatch.delenv("EGGSHELL_PREFIX", raising=False)
+    assert _cli.main(["model", "install", "all-MiniLM-L6-v2"]) == 0
+    assert "nothing to download" in capsys.readouterr().out
