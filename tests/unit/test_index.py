@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,3 +64,133 @@ def test_the_executable_speaks_the_protocol_and_exits_0_at_eof():
                        capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     assert [json.loads(l) for l in p.stdout.splitlines()] == [{"related": [1, 2]}]
+
+
+# -- the reference's golden cases (reference-search.md §9.2), under our rules ------------------------------
+
+C8 = [
+    "Network driver documentation and packet routing.",
+    "Historical notes. " * 100 + "\nCONFIG_ARCHIVE_SENTINEL_7E29 requires CONFIG_STORAGE_BRIDGE.",
+    "Stra\u00dfe STRASSE ss /usr/include/clock.h",
+    "\u03a3 \u03c3 \u03c2 \u212a K \u0130 \ufb01 FI",
+    "\u65e5\u672c\u8a9e \u30e1\u30e2\u30ea\u30fc \u8a18\u61b6 \u524a\u6e1b",
+    "foo foo foo bar baz",
+    "foo bar baz qux",
+    "",
+]
+
+# Where our rules agree with the reference, the lexical selections are the reference's.
+GOLDEN_LEXICAL = {
+    "CONFIG_ARCHIVE_SENTINEL_7E29": [1],  # an identifier in the last window of a long record
+    "STRASSE": [2],  # case folding: \u00df -> ss
+    "\u03c3 \u212a FI": [3],  # Greek sigma kept (the reference dropped it), Kelvin sign and \ufb01 folded
+    "\u65e5\u672c\u8a9e \u8a18\u61b6": [4],  # CJK (bigrams here, unigrams in the reference)
+    "foo bar baz": [5, 6],  # BM25: three foos outrank the shorter record (the reference tied them)
+    "nothing at all": [],
+    "": [],
+}
+
+
+def cands(texts):
+    return [{"id": str(i), "text": t} for i, t in enumerate(texts)]
+
+
+@pytest.mark.parametrize("query,expected", GOLDEN_LEXICAL.items(), ids=[repr(q) for q in GOLDEN_LEXICAL])
+def test_golden_lexical(query, expected):
+    assert index.Provider(index.Settings(mode="lexical")).rank(query, C8).selected == expected
+
+
+@pytest.fixture(scope="module")
+def semantic_provider(tmp_path_factory):
+    """The real offline model (as CI installs it) over a private vector cache."""
+    cache = str(tmp_path_factory.mktemp("vectors"))
+    return lambda mode, **kw: index.Provider(index.Settings(mode=mode, cache_dir=cache, **kw))
+
+
+def test_golden_semantic_and_hybrid_with_the_real_model(semantic_provider):
+    sem, hyb = semantic_provider("semantic"), semantic_provider("hybrid")
+    # The anchor is pinned first in every mode.
+    assert sem.rank("CONFIG_ARCHIVE_SENTINEL_7E29", C8).selected[0] == 1
+    assert hyb.rank("CONFIG_ARCHIVE_SENTINEL_7E29", C8).selected[0] == 1
+    # Lexical hits stay in hybrid, ahead of what only the model found.
+    assert hyb.rank("STRASSE", C8).selected[0] == 2
+    assert hyb.rank("foo bar baz", C8).selected[:2] == [5, 6]
+    # Deliberate difference: blank text has no window, so an empty candidate never matches
+    # (the reference ranked the empty candidate first for short queries) and an empty query
+    # matches nothing (the reference returned [7, 3, 5, 6]).
+    for q in ["STRASSE", "foo bar baz", "\u03c3 \u212a FI", "\u65e5\u672c\u8a9e \u8a18\u61b6", "nothing at all"]:
+        for p in (sem, hyb):
+            assert 7 not in p.rank(q, C8).selected, q
+    assert sem.rank("", C8).selected == [] and hyb.rank("", C8).selected == []
+
+
+def test_semantic_mode_finds_a_paraphrase_lexical_cannot(semantic_provider):
+    texts = ["bake bread at home with flour and yeast", "The late_fee is computed by compute_late_fee in src/billing.py",
+             "docker build fails on arm64 runners"]
+    assert index.Provider(index.Settings(mode="lexical")).rank("how are overdue charges calculated", texts).selected == []
+    r = semantic_provider("semantic").rank("how are overdue charges calculated", texts)
+    assert r.selected == [1] and r.error is None
+    assert semantic_provider("hybrid").rank("how are overdue charges calculated", texts).selected == [1]
+
+
+def test_cache_is_keyed_by_text_not_by_id(semantic_provider):
+    # Golden case 8: two candidates share an id; the one whose text matches wins, in every mode.
+    two = [{"id": "same", "text": "changed bytes"}, {"id": "same", "text": "unrelated"}]
+    for mode in ("lexical", "semantic", "hybrid"):
+        p = semantic_provider(mode)
+        assert p.rank("changed bytes", [c["text"] for c in two]).selected == [0]
+        # the same id with its text changed gets a fresh vector, not the cached one
+        swapped = [two[1]["text"], two[0]["text"]]
+        assert p.rank("changed bytes", swapped).selected == [1]
+
+
+def test_a_failing_model_still_answers_lexically_and_restarts(semantic_provider, monkeypatch, capsys):
+    from eggshell import semantic as sem_mod
+
+    p = semantic_provider("hybrid")
+    texts = ["where is late_fee computed", "bake bread"]
+    calls = {"n": 0}
+    real = sem_mod.SemanticIndex.scores
+
+    def broken(self, *a, **k):
+        calls["n"] += 1
+        raise RuntimeError("onnx session died")
+
+    monkeypatch.setattr(sem_mod.SemanticIndex, "scores", broken)
+    r = p.rank("late_fee", texts)
+    assert r.selected == [0] and "onnx session died" in r.error  # the lexical answer came back
+    assert p._semantic is None  # the encoder is dropped and rebuilt on the next request
+    monkeypatch.setattr(sem_mod.SemanticIndex, "scores", real)
+    r = p.rank("late_fee", texts)
+    assert r.error is None and r.selected[0] == 0 and calls["n"] == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 12), k=st.integers(0, 6), anchors=st.lists(st.integers(-3, 15), max_size=6),
+       ranking=st.lists(st.integers(-3, 15), max_size=20))
+def test_select_contract(n, k, anchors, ranking):
+    from eggshell.rank import select
+
+    out = select(n, k, anchors, ranking)
+    assert len(out) == len(set(out)) <= k
+    assert all(0 <= i < n for i in out)
+    assert all(i in anchors or i in ranking for i in out)
+    valid_anchors = [i for i in dict.fromkeys(anchors) if 0 <= i < n][:k]
+    assert out[: len(valid_anchors)] == valid_anchors  # anchors first
+    if k == 0:
+        assert out == []
+
+
+def test_trace_records_every_ranking_with_scores_and_timings(semantic_provider, tmp_path):
+    trace = tmp_path / "t" / "trace.jsonl"
+    p = semantic_provider("hybrid")
+    out = io.StringIO()
+    index.run(p, io.StringIO(q("CONFIG_ARCHIVE_SENTINEL_7E29", cands(C8)) + "\n" + json.dumps({"index": cands(C8[:2])}) + "\n"), out, str(trace))
+    lines = [json.loads(l) for l in trace.read_text().splitlines()]
+    assert len(lines) == 1  # one line per query, none for index lines
+    t = lines[0]
+    assert t["mode"] == "hybrid" and t["candidate_count"] == 8 and t["candidate_ids"] == [str(i) for i in range(8)]
+    assert t["selected"] == json.loads(out.getvalue())["related"]
+    assert t["anchors"][0][0] == 1 and isinstance(t["anchors"][0][1], float)
+    assert set(t["timings_ms"]) >= {"lexical", "semantic", "fuse", "total"} and "MiniLM" in t["model"]
+    assert oct(os.stat(trace).st_mode & 0o777) == "0o600"
