@@ -32,6 +32,8 @@ class Config:
     semantic_matcher: bool | tuple[str, ...] = True  # True: the built-in provider; False: none; argv: a program
     model: str | None = None  # None: the offline default model
     threshold: float | None = None  # None: the provider's default
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
     project_root: str | None = None
     sources: tuple[str, ...] = field(default=())  # the files that were read, in order
 
@@ -56,6 +58,8 @@ _KEYS: dict[str, tuple[type | tuple[type, ...], str, bool]] = {
     "semantic_matcher": ((bool, list), 'false, or a program and its arguments like ["/path/prog", "arg"]', True),
     "model": (str, "a fastembed model name", True),
     "threshold": ((int, float), "a cosine from -1 to 1", True),
+    "bm25_k1": ((int, float), "a number from 0 to 10", True),
+    "bm25_b": ((int, float), "a number from 0 to 1", True),
     "enabled": (bool, "true or false", True),
     "egg": (str, "a path string", False),
     "read": (list, "a list of path strings", False),
@@ -92,6 +96,11 @@ def _check(path: str, key: str, value: Any, where: str) -> Any:
     if key == "threshold":
         if not -1 <= value <= 1:
             raise ConfigError("%s: 'threshold' must be %s, got %r" % (path, desc, value))
+        return float(value)
+    if key in ("bm25_k1", "bm25_b"):
+        hi = 10 if key == "bm25_k1" else 1
+        if not 0 <= value <= hi:
+            raise ConfigError("%s: %r must be %s, got %r" % (path, key, desc, value))
         return float(value)
     if key == "min_coverage":
         if not 0 <= value <= 1:

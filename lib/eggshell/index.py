@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Callable
 
 from . import stage
-from .rank import BM25, anchor_ranking, rrf, select
+from .rank import B, BM25, K1, anchor_ranking, rrf, select
 from .terms import terms
 
 PROG = "egg-index"
@@ -42,6 +42,8 @@ class Settings:
     model: str | None = None  # None: the offline default
     cache_dir: str | None = None  # the shared vector cache; None: <data root>/semantic/vectors
     model_dir: str | None = None
+    k1: float = K1  # BM25 term-frequency saturation
+    b: float = B  # BM25 length normalization
 
 
 @dataclass
@@ -63,9 +65,9 @@ def _items(x: Any) -> list[dict] | None:
     return x
 
 
-def lexical_side(query: str, texts: list[str], anchor_k: int) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+def lexical_side(query: str, texts: list[str], anchor_k: int, k1: float = K1, b: float = B) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
     """(BM25 ranking, anchor ranking) of texts for a query, best first, scores > 0."""
-    bm = BM25([terms(t) for t in texts])
+    bm = BM25([terms(t) for t in texts], k1, b)
     q = terms(query)
     lex = [(s.index, s.score) for s in bm.search(q, len(texts))]
     anc = [(s.index, s.score) for s in anchor_ranking(bm, q, max(anchor_k, 0) and len(texts))]
@@ -125,7 +127,7 @@ class Provider:
     def rank(self, query: str, texts: list[str]) -> Ranked:
         s = self.settings
         t0 = time.perf_counter()
-        lexical, anchors = lexical_side(query, texts, s.anchor_k)
+        lexical, anchors = lexical_side(query, texts, s.anchor_k, s.k1, s.b)
         t1 = time.perf_counter()
         semantic: list[tuple[int, float]] = []
         error = None
@@ -221,12 +223,16 @@ def main(argv: list[str]) -> int:
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help="least cosine for a semantic match (default %(default)s)")
     p.add_argument("--model", help="embedding model (default: the offline all-MiniLM-L6-v2)")
     p.add_argument("--cache", metavar="DIR", help="vector cache (default: $EGGSHELL_DATA_ROOT/semantic/vectors)")
+    p.add_argument("--k1", type=float, default=K1, help="BM25 k1 (default %(default)s)")
+    p.add_argument("--b", type=float, default=B, help="BM25 b (default %(default)s)")
     p.add_argument("--trace", metavar="FILE", help="append one JSON line per query with every ranking, scores and timings")
     a = p.parse_args(argv)
     if a.anchor_k < 0:
         p.error("--anchor-k must be 0 or more")
     if not -1.0 <= a.threshold <= 1.0:
         p.error("--threshold must be a cosine from -1 to 1")
-    settings = Settings(a.mode, a.top_k, a.anchor_k, a.threshold, a.model, a.cache)
+    if a.k1 < 0 or not 0 <= a.b <= 1:
+        p.error("--k1 must be 0 or more and --b from 0 to 1")
+    settings = Settings(a.mode, a.top_k, a.anchor_k, a.threshold, a.model, a.cache, k1=a.k1, b=a.b)
     provider = Provider(settings, from_env().data_root)
     return run(provider, sys.stdin, sys.stdout, a.trace)

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import IO, Callable, Iterable
 
 from . import stage
-from .rank import BM25, anchor_ranking
+from .rank import B, BM25, K1, anchor_ranking
 from .records import TurnView, searchable_text, turn_views
 from .store import EggError, Store
 from .terms import terms
@@ -51,7 +51,8 @@ class Searcher:
     """An index over the turns of some stores; rebuilt only when a store grew."""
 
     def __init__(self, stores: Iterable[Store], mode: str = "lexical", semantic: Semantic | None = None,
-                 anchor_k: int = DEFAULT_ANCHOR_K, trace: str | None = None, model: str | None = None):
+                 anchor_k: int = DEFAULT_ANCHOR_K, trace: str | None = None, model: str | None = None,
+                 k1: float = K1, b: float = B):
         if mode not in MODES:
             raise ValueError("mode must be one of %s" % ", ".join(MODES))
         self.stores = list(stores)
@@ -60,6 +61,7 @@ class Searcher:
         self.anchor_k = anchor_k
         self.trace = trace  # a sidecar file: one line per query with every ranking and timing
         self.model = model
+        self.k1, self.b = k1, b
         self._stamp: tuple | None = None
         self.views: list[TurnView] = []
         self.by_id: dict[str, TurnView] = {}
@@ -79,7 +81,7 @@ class Searcher:
         self.views = list(views.values())
         self.by_id = views
         self.candidates = [{"id": v.id, "text": searchable_text(v)} for v in self.views]
-        self._bm25 = BM25([terms(c["text"]) for c in self.candidates])
+        self._bm25 = BM25([terms(c["text"]) for c in self.candidates], self.k1, self.b)
         self._stamp = stamp
 
     def search(self, text: str, top_k: int = DEFAULT_TOP_K, min_coverage: float = DEFAULT_MIN_COVERAGE) -> list[Hit]:
@@ -197,7 +199,7 @@ exit status: 0 ok; 1 some lines were malformed; 2 usage or store error.""",
         log = lambda m: stage.warn(PROG, m)  # noqa: E731
         semantic, close = matcher.choose(cfg, paths.data_root, paths.bin_dir, semantic_depth(a.top_k), log, prefer_in_process=a.in_process)
         trace = None if a.no_trace else os.path.join(paths.data_root, "semantic", "matcher-trace.jsonl")
-        searcher = Searcher((Store.open(path) for path in a.egg), cfg.mode, semantic, a.anchor_k, trace, cfg.model)
+        searcher = Searcher((Store.open(path) for path in a.egg), cfg.mode, semantic, a.anchor_k, trace, cfg.model, cfg.bm25_k1, cfg.bm25_b)
         bad = run(searcher, sys.stdin, sys.stdout, a.top_k, a.min_coverage)
     except (EggError, OSError, _config.ConfigError) as e:
         stage.warn(PROG, str(e))

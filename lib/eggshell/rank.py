@@ -19,8 +19,12 @@ class Scored:
     coverage: float  # idf-weighted share of the query's distinct terms the document holds
 
 
+K1 = 1.2
+B = 0.75
+
+
 class BM25:
-    def __init__(self, docs: list[list[str]], k1: float = 1.2, b: float = 0.75):
+    def __init__(self, docs: list[list[str]], k1: float = K1, b: float = B):
         self.k1, self.b = k1, b
         self.tfs = [Counter(d) for d in docs]
         self.lens = [len(d) for d in docs]

@@ -137,7 +137,8 @@ def handle(payload: Any, paths: Paths) -> dict:
         semantic, close = matcher.choose(cfg, paths.data_root, paths.bin_dir, semantic_depth(cfg.top_k), _log(paths), prefer_in_process=True)
         try:
             trace = os.path.join(paths.data_root, "semantic", "matcher-trace.jsonl")
-            searcher = Searcher((Store.open(p) for p in cfg.read_eggs), cfg.mode, semantic, trace=trace, model=cfg.model)
+            searcher = Searcher((Store.open(p) for p in cfg.read_eggs), cfg.mode, semantic, trace=trace, model=cfg.model,
+                                k1=cfg.bm25_k1, b=cfg.bm25_b)
             hits = searcher.search(prompt, cfg.top_k, cfg.min_coverage)
         finally:
             close()

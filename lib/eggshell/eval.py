@@ -1,0 +1,670 @@
+"""Retrieval quality on public sets: Recall@5, Recall@10 and MRR for each ranking mode.
+
+    python -m eggshell.eval [DATA] [--sets locomo-session,locomo-turn,swe]
+                            [--modes lexical,semantic,hybrid] [--text full] [--threshold T]
+                            [--limit N] [--cache DIR]
+
+DATA holds `locomo10.json` and `swe-msa-verified.jsonl` (see its README.md). Every ranking
+goes through the product: `index.Provider.rank` (BM25, anchors, the embedding model and
+the shared vector cache, reciprocal rank fusion, `select`). One `rank` call per query with
+the threshold at -1 returns the lexical, anchor and full semantic rankings; each mode and
+each swept threshold is then `index.fuse` of those lists, the rule `rank` itself applies
+(the first queries of every set are re-ranked by a `Provider` with the real settings to
+prove the two agree). `terms()` is memoized during a run, so a candidate is tokenized once
+instead of once per query; it is pure, so rankings do not change.
+
+Sets:
+  locomo-session  LoCoMo questions over their own conversation's sessions
+  locomo-turn     the same questions over the conversation's dialog turns
+  swe             swe-msa-verified queries over all 500 recorded runs; `related` is the
+                  test, the `crossagent` sets are sanity checks
+
+Metrics: Recall@k is the share of a query's relevant candidates in the top k, averaged
+over queries; MRR is the mean of 1/rank of the first relevant candidate within the top 10
+(0 when none is there). A query keeps the product's top_k of 10.
+
+Options marked "prototype" (--rrf-k, --weights, --bm25, --anchor-k) re-rank with a local
+variant of the product's rule, to measure a proposed change before making it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from . import index as index_mod
+from . import stage
+from .index import Provider, Settings, fuse
+from .records import OUTPUT_CAP, RECORD_CAP, ToolView, TurnView, command_of, searchable_text
+from .turns import normalize_output, work_text
+
+PROG = "eggshell.eval"
+SETS = ("locomo-session", "locomo-turn", "swe")
+MODES = index_mod.MODES
+TOP_K = 10
+MRR_CUTOFF = 10
+KS = (5, 10)
+SWEEP = (0.20, 0.25, 0.30, 0.35, 0.40)
+CHECKED = 10  # queries per set re-ranked by a Provider with the real settings
+LOCOMO_FILE = "locomo10.json"
+SWE_FILE = "swe-msa-verified.jsonl"
+SWE_GROUPS = ("related", "crossagent", "crossagent-title")
+
+# How a swe record becomes searchable text. `full` is the product's own
+# records.searchable_text; the others use its pieces (command_of, OUTPUT_CAP, RECORD_CAP).
+SWE_TEXTS = (
+    "prompt",
+    "prompt+answer",
+    "prompt+commands",
+    "prompt+answer+commands",
+    "prompt+answer+paths",
+    "prompt+answer+commands+outputs",
+    "full",
+    "full-nocap",
+)
+# How a LoCoMo session or turn becomes text: "speaker: text" lines, with the session's
+# date line first (`date`) and shared images' captions (`+image`).
+LOCOMO_TEXTS = ("plain", "date", "image", "date+image")
+DEFAULT_SWE_TEXT = "full"
+DEFAULT_LOCOMO_TEXT = "date"
+
+
+# -- metrics -----------------------------------------------------------------------------
+
+
+def recall_at(ranked: Sequence[int], relevant: Iterable[int], k: int) -> float:
+    """Share of the relevant items among the first k ranked (0 when nothing is relevant)."""
+    rel = set(relevant)
+    if not rel:
+        return 0.0
+    return len(rel.intersection(ranked[:k])) / len(rel)
+
+
+def reciprocal_rank(ranked: Sequence[int], relevant: Iterable[int], cutoff: int = MRR_CUTOFF) -> float:
+    """1/rank of the first relevant item within the cutoff, else 0."""
+    rel = set(relevant)
+    for r, i in enumerate(ranked[:cutoff], 1):
+        if i in rel:
+            return 1.0 / r
+    return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    n: int
+    recall: dict[int, float]  # k -> mean Recall@k
+    mrr: float
+
+
+def score(rankings: Sequence[Sequence[int]], relevants: Sequence[Iterable[int]], ks: Sequence[int] = KS, cutoff: int = MRR_CUTOFF) -> Score:
+    """Mean Recall@k for each k and MRR over queries."""
+    n = len(rankings)
+    if n != len(relevants):
+        raise ValueError("rankings and relevants differ in length")
+    if not n:
+        return Score(0, {k: 0.0 for k in ks}, 0.0)
+    rels = [set(r) for r in relevants]
+    rec = {k: sum(recall_at(r, rel, k) for r, rel in zip(rankings, rels)) / n for k in ks}
+    mrr = sum(reciprocal_rank(r, rel, cutoff) for r, rel in zip(rankings, rels)) / n
+    return Score(n, rec, mrr)
+
+
+# -- data --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One query: searched within pool `pool`, less the `drop` indices; `relevant` are pool indices."""
+
+    id: str
+    text: str
+    pool: int
+    relevant: frozenset[int]
+    group: str = "all"
+    category: str = ""
+    drop: frozenset[int] = frozenset()
+
+
+@dataclass
+class Task:
+    name: str  # locomo-session, locomo-turn, swe
+    text: str  # the composition of candidate texts
+    pools: list[list[str]]
+    cases: list[Case]
+    skipped: dict[str, int] = field(default_factory=dict)  # why -> how many queries
+
+
+_EVIDENCE = re.compile(r"(?:D\W*)?(\d+)\s*:\s*(\d+)")
+
+
+def parse_evidence(items: Any) -> list[tuple[int, int]]:
+    """(session, turn) pairs from LoCoMo evidence ids, leniently.
+
+    Well-formed ids are `D<session>:<turn>`; seen in the data: `D:11:26`, `D8:6; D9:17`,
+    `D9:1 D4:4 D4:6`, `D30:05` (leading zero) and a bare `D`. Unusable ids are dropped;
+    repeats are kept once, in order.
+    """
+    if isinstance(items, str):
+        items = [items]
+    if not isinstance(items, list):
+        return []
+    out: list[tuple[int, int]] = []
+    for it in items:
+        if not isinstance(it, str):
+            continue
+        for m in _EVIDENCE.finditer(it):
+            pair = (int(m.group(1)), int(m.group(2)))
+            if pair not in out:
+                out.append(pair)
+    return out
+
+
+def _dia_id(d: Any) -> tuple[int, int] | None:
+    ids = parse_evidence(d)
+    return ids[0] if len(ids) == 1 else None
+
+
+def locomo_line(turn: dict, text: str) -> str:
+    line = "%s: %s" % (turn.get("speaker", ""), turn.get("text", ""))
+    if "image" in text.split("+") and isinstance(turn.get("blip_caption"), str):
+        line += " [shares an image: %s]" % turn["blip_caption"]
+    return line
+
+
+def load_locomo(path: str, text: str = DEFAULT_LOCOMO_TEXT) -> tuple[Task, Task]:
+    """(session task, turn task): one pool per conversation."""
+    if text not in LOCOMO_TEXTS:
+        raise ValueError("unknown LoCoMo text %r (one of %s)" % (text, ", ".join(LOCOMO_TEXTS)))
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    dated = "date" in text.split("+")
+    sess_task = Task("locomo-session", text, [], [])
+    turn_task = Task("locomo-turn", text, [], [])
+    skipped: dict[str, int] = {}
+    for ci, conv in enumerate(data):
+        c = conv.get("conversation", {})
+        nums = sorted(int(m.group(1)) for k in c if (m := re.fullmatch(r"session_(\d+)", k)) and isinstance(c[k], list))
+        sess_texts: list[str] = []
+        sess_index: dict[int, int] = {}
+        turn_texts: list[str] = []
+        turn_index: dict[tuple[int, int], int] = {}
+        for s in nums:
+            date = c.get("session_%d_date_time" % s)
+            head = [date] if dated and isinstance(date, str) and date.strip() else []
+            lines = []
+            for t in c["session_%d" % s]:
+                if not isinstance(t, dict):
+                    continue
+                line = locomo_line(t, text)
+                lines.append(line)
+                did = _dia_id(t.get("dia_id"))
+                if did is not None and did not in turn_index:
+                    turn_index[did] = len(turn_texts)
+                    turn_texts.append("\n".join(head + [line]))
+            sess_index[s] = len(sess_texts)
+            sess_texts.append("\n".join(head + lines))
+        sess_task.pools.append(sess_texts)
+        turn_task.pools.append(turn_texts)
+        for qi, qa in enumerate(conv.get("qa", [])):
+            q = qa.get("question")
+            if not isinstance(q, str) or not q.strip():
+                skipped["no question"] = skipped.get("no question", 0) + 1
+                continue
+            ev = [e for e in parse_evidence(qa.get("evidence")) if e in turn_index]
+            if not ev:
+                why = "no evidence" if not qa.get("evidence") else "no usable evidence id"
+                skipped[why] = skipped.get(why, 0) + 1
+                continue
+            cat = str(qa.get("category", ""))
+            qid = "%s#%d" % (conv.get("sample_id", ci), qi)
+            sess_task.cases.append(Case(qid, q, ci, frozenset(sess_index[s] for s, _ in ev), category=cat))
+            turn_task.cases.append(Case(qid, q, ci, frozenset(turn_index[e] for e in ev), category=cat))
+    sess_task.skipped = dict(skipped)
+    turn_task.skipped = dict(skipped)
+    return sess_task, turn_task
+
+
+def swe_view(rec: dict) -> TurnView:
+    """A swe record as the TurnView the product would read back for it."""
+    tools = []
+    for n, t in enumerate(rec.get("tools") or []):
+        name = t.get("name") or "Bash"
+        tools.append(ToolView(work_text(name, t.get("input")), normalize_output(t.get("output")), "", str(n)))
+    rid = str(rec.get("id", ""))
+    return TurnView(rid, rid, "1", "", rec.get("prompt") or "", rec.get("answer") or None, tuple(tools), "", "")
+
+
+_PATH = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w-]+\.[A-Za-z][\w]{0,7}\b|(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+")
+
+
+def paths_of(texts: Iterable[str]) -> list[str]:
+    """File-path-like tokens (a/b.py, setup.cfg, src/pkg/) in order of first appearance."""
+    out: dict[str, None] = {}
+    for t in texts:
+        for m in _PATH.finditer(t):
+            p = m.group().rstrip(".")
+            if ("/" in p or "." in p) and not p.replace(".", "").isdigit():
+                out.setdefault(p, None)
+    return list(out)
+
+
+def swe_text(view: TurnView, text: str) -> str:
+    """The searchable text of a swe record under one composition (see SWE_TEXTS)."""
+    if text == "full":
+        return searchable_text(view)
+    if text not in SWE_TEXTS:
+        raise ValueError("unknown swe text %r (one of %s)" % (text, ", ".join(SWE_TEXTS)))
+    cmds = [command_of(t.work) for t in view.tools]
+    parts = [view.prompt]
+    if text == "full-nocap":
+        parts.append(view.answer or "")
+        for c, t in zip(cmds, view.tools):
+            parts += [c, t.outcome[:OUTPUT_CAP]]
+        return "\n".join(p for p in parts if p)
+    want = set(text.split("+"))
+    if "answer" in want:
+        parts.append(view.answer or "")
+    if "commands" in want:
+        parts += cmds
+    if "paths" in want:
+        parts.append(" ".join(paths_of([view.answer or "", *cmds, *(t.outcome[:OUTPUT_CAP] for t in view.tools)])))
+    if "outputs" in want:
+        parts += [t.outcome[:OUTPUT_CAP] for t in view.tools]
+    return "\n".join(p for p in parts if p)[:RECORD_CAP]
+
+
+def load_swe(path: str, text: str = DEFAULT_SWE_TEXT) -> Task:
+    """One pool of every record; a query's same_issue records are dropped from its ranking."""
+    records: list[dict] = []
+    queries: list[dict] = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            o = json.loads(line)
+            kind = o.get("kind") if isinstance(o, dict) else None
+            if kind == "record":
+                records.append(o)
+            elif kind == "query":
+                queries.append(o)
+    where = {str(r.get("id")): i for i, r in enumerate(records)}
+    task = Task("swe", text, [[swe_text(swe_view(r), text) for r in records]], [])
+    for q in queries:
+        group = str(q.get("set", ""))
+        rel = [where[r] for r in q.get("relevant") or [] if r in where]
+        if not rel or not isinstance(q.get("text"), str):
+            task.skipped["no known relevant record"] = task.skipped.get("no known relevant record", 0) + 1
+            continue
+        drop = frozenset(where[r] for r in q.get("same_issue") or [] if r in where) - set(rel)
+        task.cases.append(Case(str(q.get("id")), q["text"], 0, frozenset(rel), group=group, drop=drop))
+    order = {g: i for i, g in enumerate(SWE_GROUPS)}
+    task.cases.sort(key=lambda c: order.get(c.group, len(order)))  # stable: file order within a set
+    return task
+
+
+# -- ranking -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Proto:
+    """A prototype variant of the product's rule (None: the product's own)."""
+
+    rrf_k: int | None = None
+    weights: tuple[float, float] | None = None  # lexical, semantic
+    bm25: tuple[float, float] | None = None  # k1, b
+    anchor_k: int | None = None
+
+    @property
+    def active(self) -> bool:
+        return any(x is not None for x in (self.rrf_k, self.weights, self.bm25, self.anchor_k))
+
+    def describe(self) -> str:
+        bits = []
+        if self.rrf_k is not None:
+            bits.append("RRF k=%d" % self.rrf_k)
+        if self.weights is not None:
+            bits.append("RRF weights lexical %g, semantic %g" % self.weights)
+        if self.bm25 is not None:
+            bits.append("BM25 k1=%g b=%g" % self.bm25)
+        if self.anchor_k is not None:
+            bits.append("anchor_k=%d" % self.anchor_k)
+        return ", ".join(bits) or "the product's rule"
+
+
+def weighted_rrf(rankings: Sequence[Sequence[int]], weights: Sequence[float], k: int) -> list[int]:
+    score: dict[int, float] = {}
+    first: dict[int, int] = {}
+    for ranking, w in zip(rankings, weights):
+        for r, i in enumerate(ranking, 1):
+            score[i] = score.get(i, 0.0) + w / (k + r)
+            first.setdefault(i, len(first))
+    return [i for i, _ in sorted(score.items(), key=lambda kv: (-kv[1], first[kv[0]]))]
+
+
+def proto_select(proto: Proto, mode: str, lexical, semantic, anchors, n: int, anchor_k: int) -> list[int]:
+    from .rank import RRF_K, select
+
+    ak = anchor_k if proto.anchor_k is None else proto.anchor_k
+    if mode == "hybrid":
+        base = weighted_rrf([[i for i, _ in lexical], [i for i, _ in semantic]], proto.weights or (1.0, 1.0), proto.rrf_k or RRF_K)
+    else:
+        base = [i for i, _ in (lexical if mode == "lexical" else semantic)]
+    return select(n, TOP_K, [i for i, _ in anchors[:ak]], base)
+
+
+def proto_lexical(query: str, texts: list[str], k1: float, b: float, limit: int):
+    from .rank import BM25, anchor_ranking
+
+    bm = BM25([index_mod.terms(t) for t in texts], k1, b)
+    q = index_mod.terms(query)
+    lex = [(s.index, s.score) for s in bm.search(q, len(texts))]
+    anc = [(s.index, s.score) for s in anchor_ranking(bm, q, limit and len(texts))]
+    return lex, anc
+
+
+@dataclass
+class Run:
+    """Rankings (pool indices, best first) per (mode, threshold), and timings."""
+
+    task: Task
+    rankings: dict[tuple[str, float], list[list[int]]]
+    cases: list[Case]
+    index_s: float = 0.0
+    indexed: int = 0
+    embedded_windows: int = 0
+    query_ms: list[float] = field(default_factory=list)
+    semantic_ms: list[float] = field(default_factory=list)
+    checked: int = 0
+    mismatches: int = 0
+    errors: int = 0
+
+
+class Progress:
+    def __init__(self, label: str, every: float = 5.0):
+        self.label, self.every, self.last = label, every, time.monotonic()
+
+    def __call__(self, done: int, total: int, what: str = "queries", force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self.last >= self.every or done == total:
+            self.last = now
+            print("%s: %s: %d/%d %s" % (PROG, self.label, done, total, what), file=sys.stderr, flush=True)
+
+
+def run_task(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence[float], cache: str, data_root: str | None,
+             limit: int | None = None, proto: Proto = Proto(), anchor_k: int = index_mod.DEFAULT_ANCHOR_K,
+             model: str | None = None, log: Callable[[str], None] | None = None) -> Run:
+    label = "%s [%s]" % (task.name, task.text)
+    cases = _limited(task.cases, limit)
+    uses_model = any(m != "lexical" for m in modes)
+    thresholds = sorted(set([threshold, *sweep])) if uses_model else [threshold]
+    failures: list[str] = []
+
+    def note(m: str) -> None:
+        failures.append(m)
+        (log or (lambda s: print("%s: %s" % (PROG, s), file=sys.stderr, flush=True)))(m)
+
+    def provider(mode: str, t: float) -> Provider:
+        return Provider(Settings(mode=mode, top_k=TOP_K, anchor_k=anchor_k, threshold=t, model=model, cache_dir=cache), data_root=data_root, log=note)
+
+    main = provider("hybrid" if uses_model else "lexical", -1.0 if uses_model else threshold)
+    out = Run(task, {}, cases)
+    if uses_model:
+        used = sorted({c.pool for c in cases})
+        items = [{"id": str(i), "text": t} for t in dict.fromkeys(t for p in used for t in task.pools[p])]
+        prog = Progress(label)
+        seen = [0]
+
+        def on_embed(done: int, total: int) -> None:
+            seen[0] = total
+            prog(done, total, "new windows embedded")
+
+        print("%s: %s: indexing %d texts" % (PROG, label, len(items)), file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        n = main.index(items, on_embed)
+        out.index_s = time.perf_counter() - t0
+        out.indexed, out.embedded_windows = n, seen[0]
+        if n != len(items) or failures:
+            raise RuntimeError("indexing failed: %s" % "; ".join(failures or ["%d of %d texts indexed" % (n, len(items))]))
+    keys = [(m, t) for m in modes for t in (thresholds if m != "lexical" else [threshold])]
+    out.rankings = {k: [] for k in keys}
+    checkers = {(m, threshold): provider(m, threshold) for m in modes}
+    prog = Progress(label)
+    for qn, case in enumerate(cases):
+        pool = task.pools[case.pool]
+        if case.drop:
+            idx = [i for i in range(len(pool)) if i not in case.drop]
+            texts = [pool[i] for i in idx]
+        else:
+            idx, texts = list(range(len(pool))), pool
+        t0 = time.perf_counter()
+        r = main.rank(case.text, texts)
+        out.query_ms.append((time.perf_counter() - t0) * 1000)
+        out.semantic_ms.append(r.timings_ms.get("semantic", 0.0))
+        if r.error:
+            out.errors += 1
+            raise RuntimeError("%s: query %s: %s" % (label, case.id, r.error))
+        lexical, anchors = r.lexical, r.anchors
+        if proto.bm25 is not None:
+            lexical, anchors = proto_lexical(case.text, texts, proto.bm25[0], proto.bm25[1], max(anchor_k, proto.anchor_k or 0))
+        for mode, t in keys:
+            sem = [(i, s) for i, s in r.semantic if s >= t]
+            if proto.active:
+                sel = proto_select(proto, mode, lexical, sem, anchors, len(texts), anchor_k)
+            else:
+                sel = fuse(mode, TOP_K, anchor_k, lexical, sem, anchors, len(texts))[0]
+            out.rankings[(mode, t)].append([idx[i] for i in sel])
+        if qn < CHECKED and not proto.active:
+            for (mode, t), p in checkers.items():
+                out.checked += 1
+                if [idx[i] for i in p.rank(case.text, texts).selected] != out.rankings[(mode, t)][-1]:
+                    out.mismatches += 1
+        prog(qn + 1, len(cases))
+    return out
+
+
+def _limited(cases: list[Case], limit: int | None) -> list[Case]:
+    if not limit:
+        return cases
+    out, count = [], {}
+    for c in cases:
+        if count.get(c.group, 0) < limit:
+            count[c.group] = count.get(c.group, 0) + 1
+            out.append(c)
+    return out
+
+
+def _memoize_terms() -> Callable[[], None]:
+    """Tokenize each distinct text once for the whole run (terms() is pure)."""
+    orig = index_mod.terms
+
+    @functools.lru_cache(maxsize=None)
+    def memo(text: str) -> tuple[str, ...]:
+        return tuple(orig(text))
+
+    index_mod.terms = memo  # type: ignore[assignment]  # BM25 only reads the sequence
+
+    def restore() -> None:
+        index_mod.terms = orig  # type: ignore[assignment]
+
+    return restore
+
+
+# -- report ------------------------------------------------------------------------------
+
+
+def _f(x: float) -> str:
+    return "%.3f" % x
+
+
+def _groups(run: Run) -> list[str]:
+    return list(dict.fromkeys(c.group for c in run.cases))
+
+
+def _set_name(run: Run, group: str) -> str:
+    return run.task.name if group == "all" else "%s %s" % (run.task.name, group)
+
+
+def _score(run: Run, key: tuple[str, float], pick: Callable[[Case], bool]) -> Score:
+    rows = [(r, c.relevant) for r, c in zip(run.rankings[key], run.cases) if pick(c)]
+    return score([r for r, _ in rows], [rel for _, rel in rows])
+
+
+def report(runs: list[Run], modes: Sequence[str], threshold: float, sweep: Sequence[float], header: dict[str, str]) -> str:
+    out: list[str] = ["# Eggshell retrieval quality", ""]
+    out += ["- %s: %s" % (k, v) for k, v in header.items()]
+    out += ["", "## Recall and MRR (threshold %.2f)" % threshold, ""]
+    out += ["| set | text | queries | mode | R@5 | R@10 | MRR |", "| --- | --- | ---: | --- | ---: | ---: | ---: |"]
+    for run in runs:
+        for g in _groups(run):
+            for m in modes:
+                s = _score(run, (m, threshold), lambda c, g=g: c.group == g)
+                out.append("| %s | %s | %d | %s | %s | %s | %s |" % (_set_name(run, g), run.task.text, s.n, m, _f(s.recall[5]), _f(s.recall[10]), _f(s.mrr)))
+    model_modes = [m for m in modes if m != "lexical"]
+    if model_modes and sweep:
+        out += ["", "## Semantic threshold sweep", ""]
+        cols = " | ".join("%s R@5 | %s R@10 | %s MRR" % (m, m, m) for m in model_modes)
+        out += ["| set | text | threshold | %s |" % cols, "| --- | --- | ---: |" + " ---: |" * 3 * len(model_modes)]
+        for run in runs:
+            for g in _groups(run):
+                for t in sorted(set([threshold, *sweep])):
+                    vals = []
+                    for m in model_modes:
+                        s = _score(run, (m, t), lambda c, g=g: c.group == g)
+                        vals += [_f(s.recall[5]), _f(s.recall[10]), _f(s.mrr)]
+                    out.append("| %s | %s | %.2f | %s |" % (_set_name(run, g), run.task.text, t, " | ".join(vals)))
+    cat_runs = [r for r in runs if any(c.category for c in r.cases)]
+    if cat_runs:
+        out += ["", "## By LoCoMo category (threshold %.2f; 5 is adversarial)" % threshold, ""]
+        out += ["| set | text | category | queries | %s |" % " | ".join("%s R@5 | %s MRR" % (m, m) for m in modes), "| --- | --- | --- | ---: |" + " ---: |" * 2 * len(modes)]
+        for run in cat_runs:
+            for cat in sorted({c.category for c in run.cases}):
+                vals, n = [], 0
+                for m in modes:
+                    s = _score(run, (m, threshold), lambda c, cat=cat: c.category == cat)
+                    vals += [_f(s.recall[5]), _f(s.mrr)]
+                    n = s.n
+                out.append("| %s | %s | %s | %d | %s |" % (run.task.name, run.task.text, cat, n, " | ".join(vals)))
+    out += ["", "## Timings", ""]
+    out += ["| set | text | texts indexed | new windows | index s | texts/s | queries | ms/query | semantic ms/query |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for run in runs:
+        q = len(run.query_ms)
+        tps = ("%.1f" % (run.indexed / run.index_s)) if run.index_s > 0 and run.indexed else "-"
+        out.append("| %s | %s | %d | %d | %.1f | %s | %d | %.1f | %.1f |" % (
+            run.task.name, run.task.text, run.indexed, run.embedded_windows, run.index_s, tps, q,
+            sum(run.query_ms) / max(q, 1), sum(run.semantic_ms) / max(q, 1)))
+    notes = []
+    for run in runs:
+        if run.task.skipped:
+            notes.append("%s: skipped %s" % (run.task.name, ", ".join("%d (%s)" % (n, why) for why, n in sorted(run.task.skipped.items()))))
+        if run.checked:
+            notes.append("%s [%s]: %d of %d re-ranked checks by Provider.rank with the real settings agree" % (
+                run.task.name, run.task.text, run.checked - run.mismatches, run.checked))
+    if notes:
+        out += ["", "## Notes", ""] + ["- " + n for n in dict.fromkeys(notes)]
+    return "\n".join(out) + "\n"
+
+
+# -- CLI ---------------------------------------------------------------------------------
+
+
+def _choices(text: str, allowed: Sequence[str], what: str) -> list[str]:
+    import argparse
+
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if items == ["all"]:
+        return list(allowed)
+    bad = [x for x in items if x not in allowed]
+    if bad or not items:
+        raise argparse.ArgumentTypeError("unknown %s %s (choose from %s, or all)" % (what, ", ".join(bad) or "(none)", ", ".join(allowed)))
+    return list(dict.fromkeys(items))
+
+
+def _floats(text: str, n: int | None = None) -> tuple[float, ...]:
+    import argparse
+
+    try:
+        xs = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a comma-separated list of numbers" % text) from None
+    if n is not None and len(xs) != n:
+        raise argparse.ArgumentTypeError("expected %d numbers, got %r" % (n, text))
+    return xs
+
+
+def main(argv: list[str]) -> int:
+    from .paths import from_env
+
+    p = stage.parser(PROG, "Measure retrieval quality (Recall@5, Recall@10, MRR) on public sets.", epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("data", nargs="?", default=os.path.join("..", "shared", "data"), help="directory with %s and %s (default %%(default)s)" % (LOCOMO_FILE, SWE_FILE))
+    p.add_argument("--sets", type=lambda s: _choices(s, SETS, "set"), default=list(SETS), help="comma list of %s (default all)" % ", ".join(SETS))
+    p.add_argument("--modes", type=lambda s: _choices(s, MODES, "mode"), default=list(MODES), help="comma list of %s (default all)" % ", ".join(MODES))
+    p.add_argument("--text", type=lambda s: _choices(s, SWE_TEXTS, "text"), default=[DEFAULT_SWE_TEXT], help="swe record compositions, comma list of %s, or all (default %s: the product's searchable_text)" % (", ".join(SWE_TEXTS), DEFAULT_SWE_TEXT))
+    p.add_argument("--locomo-text", type=lambda s: _choices(s, LOCOMO_TEXTS, "LoCoMo text"), default=[DEFAULT_LOCOMO_TEXT], help="LoCoMo session/turn compositions, comma list of %s, or all (default %s)" % (", ".join(LOCOMO_TEXTS), DEFAULT_LOCOMO_TEXT))
+    p.add_argument("--threshold", type=float, default=index_mod.DEFAULT_THRESHOLD, help="least cosine for a semantic match (default %(default)s, the product's)")
+    p.add_argument("--sweep", type=_floats, default=SWEEP, help="thresholds to sweep for semantic and hybrid (default %s; '' for none)" % ",".join("%.2f" % t for t in SWEEP))
+    p.add_argument("--limit", type=stage.positive_int, help="first N queries of each set (and swe query set)")
+    p.add_argument("--cache", metavar="DIR", help="vector cache (default: <data root>/semantic/vectors, the product's)")
+    p.add_argument("--model", help="embedding model (default: the product's)")
+    g = p.add_argument_group("prototypes (not the product's rule)")
+    g.add_argument("--rrf-k", type=stage.positive_int, help="RRF constant k (product: 60)")
+    g.add_argument("--weights", type=lambda s: _floats(s, 2), help="RRF weights LEX,SEM (product: 1,1)")
+    g.add_argument("--bm25", type=lambda s: _floats(s, 2), help="BM25 K1,B (product: 1.2,0.75)")
+    g.add_argument("--anchor-k", type=int, help="anchors pinned first (product: %d)" % index_mod.DEFAULT_ANCHOR_K)
+    a = p.parse_args(argv)
+    if not -1.0 <= a.threshold <= 1.0:
+        p.error("--threshold must be a cosine from -1 to 1")
+    proto = Proto(a.rrf_k, a.weights, a.bm25, a.anchor_k)
+    data_root = from_env().data_root
+    cache = a.cache or os.path.join(data_root, "semantic", "vectors")
+    files = {"locomo": os.path.join(a.data, LOCOMO_FILE), "swe": os.path.join(a.data, SWE_FILE)}
+    need = {"locomo" if s.startswith("locomo") else "swe" for s in a.sets}
+    missing = [files[k] for k in sorted(need) if not os.path.isfile(files[k])]
+    if missing:
+        print("%s: missing %s (DATA is %s; see its README.md)" % (PROG, ", ".join(missing), a.data), file=sys.stderr)
+        return 2
+    uses_model = any(m != "lexical" for m in a.modes)
+    started = time.time()
+    restore = _memoize_terms()
+    runs: list[Run] = []
+    try:
+        for text in a.locomo_text if need & {"locomo"} else []:
+            sess, turn = load_locomo(files["locomo"], text)
+            for t in (sess, turn):
+                if t.name in a.sets:
+                    runs.append(run_task(t, a.modes, a.threshold, a.sweep, cache, data_root, a.limit, proto, model=a.model))
+        if "swe" in a.sets:
+            for text in a.text:
+                runs.append(run_task(load_swe(files["swe"], text), a.modes, a.threshold, a.sweep, cache, data_root, a.limit, proto, model=a.model))
+    except (RuntimeError, OSError, ValueError) as e:
+        print("%s: %s" % (PROG, e), file=sys.stderr)
+        return 1
+    finally:
+        restore()
+    cmd = "python -m eggshell.eval " + " ".join(argv)
+    header = {
+        "command": "`%s`" % cmd.strip(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
+        "machine": "%d cores" % (os.cpu_count() or 0),
+        "model": _model_name(a.model) if uses_model else "none (lexical only)",
+        "settings": "top_k %d, anchor_k %d, threshold %.2f, MRR cutoff %d%s" % (TOP_K, index_mod.DEFAULT_ANCHOR_K, a.threshold, MRR_CUTOFF, "" if not proto.active else "; PROTOTYPE: " + proto.describe()),
+        "cache": cache if uses_model else "unused",
+        "wall time": "%.0f s" % (time.time() - started),
+    }
+    sys.stdout.write(report(runs, a.modes, a.threshold, a.sweep if uses_model else (), header))
+    return 0
+
+
+def _model_name(model: str | None) -> str:
+    from .embed import DEFAULT_MODEL, Encoder
+
+    return Encoder(model or DEFAULT_MODEL).model_id
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
