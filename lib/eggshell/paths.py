@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from typing import Mapping
@@ -73,3 +74,18 @@ def private_dir(path: str) -> str:
         except FileExistsError:
             pass
     return path
+
+
+def fsync_dir(d: str) -> None:
+    """Make a directory's entries (a created or renamed file) durable."""
+    try:
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as e:  # some filesystems refuse fsync on directories
+        if e.errno not in (errno.EINVAL, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)

@@ -11,7 +11,6 @@ its byte offset and reads only what is new. Nothing is ever rewritten in place;
 from __future__ import annotations
 
 import datetime as _dt
-import errno
 import os
 import stat
 import time as _time
@@ -22,7 +21,7 @@ from typing import Iterable, Iterator
 
 from . import eggfile as ef
 from .identity import content_hex, resolve_key
-from .paths import private_dir
+from .paths import fsync_dir, private_dir
 from .values import Apply, Atom, ShapeError, Value, union_admissible, walk
 
 LOCK_TIMEOUT_S = 30.0
@@ -427,9 +426,9 @@ class _Locked:
             self.f = os.fdopen(fd, "r+b")
             if created:
                 os.fchmod(fd, 0o600)
-                _fsync_dir(d)
+                fsync_dir(d)
                 if made_dir:
-                    _fsync_dir(os.path.dirname(d))
+                    fsync_dir(os.path.dirname(d))
             self.store._read_from(self.f)  # validate first: a damaged file is never changed
             _trim_torn_tail(self.f)
         except BaseException:
@@ -474,20 +473,6 @@ def _trim_torn_tail(f) -> None:
     os.fsync(f.fileno())
 
 
-def _fsync_dir(d: str) -> None:
-    try:
-        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError as e:  # some filesystems refuse fsync on directories
-        if e.errno not in (errno.EINVAL, errno.EBADF):
-            raise
-    finally:
-        os.close(fd)
-
-
 def write_compact(path: str, header: ef.Header, graphs: list[Graph]) -> int:
     """Write the union of graphs as a fresh file, atomically replacing `path`.
 
@@ -527,7 +512,7 @@ def write_compact(path: str, header: ef.Header, graphs: list[Graph]) -> int:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        _fsync_dir(d)
+        fsync_dir(d)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

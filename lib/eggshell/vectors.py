@@ -25,7 +25,6 @@ once), never loaded.
 
 from __future__ import annotations
 
-import errno
 import io
 import json
 import mmap
@@ -39,7 +38,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from .identity import digest
-from .paths import private_dir
+from .paths import fsync_dir, private_dir
 
 VERSION = 1
 MODEL_DOMAIN = "eggshell.vectors.model"
@@ -284,11 +283,11 @@ class VectorCache:
                 write_segment(self.dir, self.model_id, self.dim, np.concatenate(keep_vecs), keep_texts)
             for s in segs:
                 _unlink(os.path.join(self.dir, s.meta.name + META))
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
             for s in segs:
                 for ext in DATA_EXTS:
                     _unlink(os.path.join(self.dir, s.meta.name + ext))
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
         self.refresh()
         return len(segs)
 
@@ -473,7 +472,7 @@ def _commit_meta(model_dir: str, name: str, data: bytes) -> None:
     base = os.path.join(model_dir, name)
     _write_file(base + META_TMP, data)
     os.rename(base + META_TMP, base + META)
-    _fsync_dir(model_dir)
+    fsync_dir(model_dir)
 
 
 def sweep_orphans(model_dir: str, max_age_s: float = ORPHAN_AGE_S, now: float | None = None) -> int:
@@ -542,20 +541,6 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
-
-
-def _fsync_dir(d: str) -> None:
-    try:
-        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError as e:  # some filesystems refuse fsync on directories
-        if e.errno not in (errno.EINVAL, errno.EBADF):
-            raise
-    finally:
-        os.close(fd)
 
 
 class _Lock:
