@@ -90,6 +90,8 @@ class Provider:
         self.data_root = data_root
         self.log = log or (lambda m: stage.warn(PROG, m))
         self._semantic = None
+        self._bm25: BM25 | None = None
+        self._bm25_texts: list[str] | None = None
 
     @property
     def uses_model(self) -> bool:
@@ -127,7 +129,10 @@ class Provider:
     def rank(self, query: str, texts: list[str]) -> Ranked:
         s = self.settings
         t0 = time.perf_counter()
-        lexical, anchors = lexical_side(query, texts, s.anchor_k, s.k1, s.b)
+        if s.mode == "semantic" and s.anchor_k == 0:
+            lexical, anchors = [], []  # nothing lexical can change this answer: skip the work
+        else:
+            lexical, anchors = self._lexical(query, texts)
         t1 = time.perf_counter()
         semantic: list[tuple[int, float]] = []
         error = None
@@ -144,6 +149,17 @@ class Provider:
         t3 = time.perf_counter()
         ms = lambda a, b: round((b - a) * 1000, 3)  # noqa: E731
         return Ranked(selected, lexical, anchors, semantic, hybrid, {"lexical": ms(t0, t1), "semantic": ms(t1, t2), "fuse": ms(t2, t3), "total": ms(t0, t3)}, error)
+
+    def _lexical(self, query: str, texts: list[str]) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """lexical_side, with the BM25 index kept while the candidates stay the same (a warm provider)."""
+        s = self.settings
+        if self._bm25_texts != texts:
+            self._bm25 = BM25([terms(t) for t in texts], s.k1, s.b)
+            self._bm25_texts = list(texts)
+        q = terms(query)
+        lex = [(x.index, x.score) for x in self._bm25.search(q, len(texts))]
+        anc = [(x.index, x.score) for x in anchor_ranking(self._bm25, q, max(s.anchor_k, 0) and len(texts))]
+        return lex, anc
 
     def trace_record(self, r: Ranked, candidates: list[dict]) -> dict:
         cut = lambda xs: [[i, round(v, 6)] for i, v in xs]  # noqa: E731

@@ -17,6 +17,7 @@ from .embed import Encoder
 MAX_WINDOWS = 16  # per record: one huge tool output cannot stall search
 EMBED_BATCH = 256  # windows per cache segment: a crash loses at most this many
 MEMO_LIMIT = 200_000
+QUERY_EMBED_LIMIT = 256  # windows a query may embed for records not indexed yet; the rest wait for `egg index`
 NO_SCORE = -np.inf
 
 
@@ -26,7 +27,8 @@ class SemanticIndex:
         self.cache_root = cache_root
         self.log = log
         self._cache = None
-        self._rows: dict[str, np.ndarray] = {}  # record text -> cache rows of its windows
+        self._rows: dict[str, np.ndarray] = {}  # record text -> cache rows of its windows (complete only)
+        self._flat: tuple[list[str], np.ndarray, np.ndarray] | None = None  # last candidates: their rows, flattened
 
     @property
     def cache(self):
@@ -40,18 +42,26 @@ class SemanticIndex:
     def _windows(self, text: str) -> list[str]:
         return [w.text for w in self.encoder.windows(text)[:MAX_WINDOWS]]
 
-    def ensure(self, texts: list[str], progress: Callable[[int, int], None] | None = None) -> list[np.ndarray]:
-        """Cache rows for each text's windows, embedding (in batches) what the cache lacks."""
+    def ensure(self, texts: list[str], progress: Callable[[int, int], None] | None = None, limit: int | None = None) -> list[np.ndarray]:
+        """Cache rows for each text's windows, embedding (in batches) what the cache lacks.
+
+        With `limit`, at most that many windows are embedded now; a text whose windows are
+        not all cached yet gets the rows it has, and is completed by a later call.
+        """
         cache = self.cache
         if len(self._rows) > MEMO_LIMIT:
             self._rows.clear()
         todo = [t for t in dict.fromkeys(texts) if t not in self._rows]
+        partial: dict[str, np.ndarray] = {}
         if todo:
             cache.refresh()
             wins = {t: self._windows(t) for t in todo}
             unique = list(dict.fromkeys(w for ws in wins.values() for w in ws))
             rows = cache.lookup(unique) if unique else np.zeros(0, dtype=np.int64)
             missing = [w for w, r in zip(unique, rows) if r < 0]
+            if limit is not None and len(missing) > limit:
+                self.log("%d windows of earlier turns are not embedded yet; embedding %d now (run `egg index` to do the rest)" % (len(missing), limit))
+                missing = missing[:limit]
             for i in range(0, len(missing), EMBED_BATCH):
                 batch = missing[i : i + EMBED_BATCH]
                 cache.put(batch, self.encoder.embed(batch))
@@ -61,8 +71,23 @@ class SemanticIndex:
                 rows = cache.lookup(unique)
             where = dict(zip(unique, rows.tolist()))
             for t, ws in wins.items():
-                self._rows[t] = np.asarray([where[w] for w in ws], dtype=np.int64)
-        return [self._rows[t] for t in texts]
+                r = np.asarray([where[w] for w in ws if where[w] >= 0], dtype=np.int64)
+                if len(r) == len(ws):
+                    self._rows[t] = r
+                else:
+                    partial[t] = r
+        return [self._rows[t] if t in self._rows else partial[t] for t in texts]
+
+    def _flat_rows(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(all rows of the candidates' windows, the count per candidate), kept while they are the same."""
+        if self._flat is not None and self._flat[0] == texts:
+            return self._flat[1], self._flat[2]
+        rows = self.ensure(texts, limit=QUERY_EMBED_LIMIT)
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        flat = np.concatenate(rows) if lengths.sum() else np.zeros(0, dtype=np.int64)
+        if all(t in self._rows for t in texts):  # complete: safe to reuse for the next query
+            self._flat = (list(texts), flat, lengths)
+        return flat, lengths
 
     def scores(self, query: str, texts: list[str]) -> np.ndarray:
         """Cosine of each text's best window with the best query window; -inf for blank texts."""
@@ -70,11 +95,9 @@ class SemanticIndex:
         qwin = self._windows(query)
         if not qwin or not texts:
             return out
-        rows = self.ensure(texts)
+        flat, lengths = self._flat_rows(texts)
         qv = self.encoder.embed(qwin)
         matrix = self.cache.matrix()
-        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-        flat = np.concatenate(rows) if lengths.sum() else np.zeros(0, dtype=np.int64)
         if not len(flat):
             return out
         if len(flat) * 2 >= len(matrix):

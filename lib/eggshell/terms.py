@@ -10,6 +10,7 @@ not part of a term.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -76,32 +77,40 @@ def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """The terms of a text, in order, with repeats (term frequency matters)."""
     out: list[str] = []
     for m in _RAW.finditer(_fold(text)):
-        tok = m.group().strip(_JOINERS)
-        if not tok:
-            continue
-        if _CJK.search(tok):
-            # Split CJK runs from any Latin/digits around them.
-            pos = 0
-            for cm in _CJK.finditer(tok):
-                if cm.start() > pos:
-                    out.extend(terms(tok[pos : cm.start()], keep_stopwords=keep_stopwords))
-                out.extend(_bigrams(cm.group()))
-                pos = cm.end()
-            if pos < len(tok):
-                out.extend(terms(tok[pos:], keep_stopwords=keep_stopwords))
-            continue
-        whole = tok.casefold()
-        if _is_identifier(tok):
-            out.append(whole)
-            for piece in _SPLIT.split(tok):
-                parts = _camel_parts(piece) or [piece]
-                if len(parts) > 1 and piece.casefold() != whole:
-                    out.append(piece.casefold())
-                for p in parts:
-                    p = p.casefold()
-                    if p and p != whole and (keep_stopwords or p not in STOPWORDS) and (len(p) > 1 or p.isdigit()):
-                        out.append(p)
-            continue
-        if keep_stopwords or whole not in STOPWORDS:
-            out.append(whole)
+        out.extend(_token_terms(m.group(), keep_stopwords))
     return out
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _token_terms(raw: str, keep_stopwords: bool) -> tuple[str, ...]:
+    """The terms of one raw token; memoized, since code and logs repeat tokens endlessly."""
+    tok = raw.strip(_JOINERS)
+    if not tok:
+        return ()
+    out: list[str] = []
+    if _CJK.search(tok):
+        # Split CJK runs from any Latin/digits around them.
+        pos = 0
+        for cm in _CJK.finditer(tok):
+            if cm.start() > pos:
+                out.extend(terms(tok[pos : cm.start()], keep_stopwords=keep_stopwords))
+            out.extend(_bigrams(cm.group()))
+            pos = cm.end()
+        if pos < len(tok):
+            out.extend(terms(tok[pos:], keep_stopwords=keep_stopwords))
+        return tuple(out)
+    whole = tok.casefold()
+    if _is_identifier(tok):
+        out.append(whole)
+        for piece in _SPLIT.split(tok):
+            parts = _camel_parts(piece) or [piece]
+            if len(parts) > 1 and piece.casefold() != whole:
+                out.append(piece.casefold())
+            for p in parts:
+                p = p.casefold()
+                if p and p != whole and (keep_stopwords or p not in STOPWORDS) and (len(p) > 1 or p.isdigit()):
+                    out.append(p)
+        return tuple(out)
+    if keep_stopwords or whole not in STOPWORDS:
+        out.append(whole)
+    return tuple(out)
