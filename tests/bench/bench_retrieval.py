@@ -20,9 +20,8 @@ Five measurements, all against temporary data roots (never the user's):
 5. The prompt path at 10k stored turns (realistic texts of a few hundred characters,
    pre-embedded): `Searcher.search` with the in-process semantic side (what the
    UserPromptSubmit hook runs) and `Provider.rank` in hybrid mode (egg-index). Target:
-   median under 150 ms. When missed, a cProfile summary says where the time goes, and a
-   projection (index.py patched in this process only, labelled, never counted) shows what
-   the fixes it points at would give. Then the real UserPromptSubmit hook once over the
+   median under 150 ms. When missed, a cProfile summary says where the time goes. Then the
+   real UserPromptSubmit hook once over the
    same turns (`bin/egg-hook codex`, a fresh process per prompt as Codex runs it).
 
 Record texts are built from the Python standard library's own source (prompts about its
@@ -562,7 +561,6 @@ def bench_prompt(info: dict, queries: list[str], budget_s: float, max_n: int) ->
 
     searcher = Searcher([Store.open(info["store"])], cfg.mode, timed_semantic)
     provider = Provider(Settings(mode="hybrid"), info["data_root"], logs.append)
-    assert provider.settings.anchor_k != 0  # ProjectedFixes' skip must only touch the semantic-only side
     texts = info["texts"]
     # Warm both: the first query loads the model and the cache and fills the memo.
     t = time.perf_counter()
@@ -595,24 +593,7 @@ def bench_prompt(info: dict, queries: list[str], budget_s: float, max_n: int) ->
     if r.error or logs:
         print("  provider reported: %s" % (r.error or logs[-1]))
     semantic_side = list(sem_t)
-    proj: dict[str, list[float]] = {"search": [], "rank": []}
-    with ProjectedFixes():
-        searcher.search(queries[0], cfg.top_k, cfg.min_coverage)  # fills the memos
-        provider.rank(queries[0], texts)
-        start = time.perf_counter()
-        i = 0
-        while i < max_n and (i < 3 or time.perf_counter() - start < budget_s / 2):
-            q = queries[i % len(queries)]
-            t = time.perf_counter()
-            searcher.search(q, cfg.top_k, cfg.min_coverage)
-            proj["search"].append(time.perf_counter() - t)
-            t = time.perf_counter()
-            r = provider.rank(q, texts)
-            proj["rank"].append(time.perf_counter() - t)
-            for k, v in r.timings_ms.items():
-                proj.setdefault("part " + k, []).append(v / 1000)
-            i += 1
-    return {"projection": proj, "first_search": first_search, "first_rank": first_rank, "search": t_search, "rank": t_rank, "semantic_side": semantic_side,
+    return {"first_search": first_search, "first_rank": first_rank, "search": t_search, "rank": t_rank, "semantic_side": semantic_side,
             "parts": parts, "passed": statistics.median(passed), "hits": statistics.median(hits),
             "profile": lambda: searcher.search(queries[1], cfg.top_k, cfg.min_coverage)}
 
@@ -644,47 +625,6 @@ def bench_hook(root: str, info: dict, queries: list[str], runs: int, env: dict) 
         with open(trace, encoding="utf-8") as f:
             inside.append(json.loads(f.readlines()[-1])["timings_ms"])
     return {"wall": walls, "inside": inside}
-
-
-class ProjectedFixes:
-    """Bench-only patches for a projection, never the measured product: what the prompt path
-    would cost with the two fixes to index.py this benchmark points at.
-
-    (a) A semantic-only provider with no anchors (what matcher.in_process and egg-query's
-        egg-index child run) skips lexical_side, whose result it never uses.
-    (b) lexical_side reuses term lists and the BM25 index while the candidate set is unchanged.
-    """
-
-    def __enter__(self):
-        import eggshell.index as ix
-
-        self.ix, self.saved = ix, (ix.lexical_side, ix.terms, ix.BM25)
-        lexical_side, terms, bm25 = self.saved
-        term_memo: dict[str, list[str]] = {}
-        bm_memo: dict[tuple, object] = {}
-
-        def memo_terms(text):
-            t = term_memo.get(text)
-            if t is None:
-                t = term_memo[text] = terms(text)
-            return t
-
-        def memo_bm25(docs, *args, **kw):
-            key = (tuple(map(id, docs)), args, tuple(sorted(kw.items())))
-            b = bm_memo.get(key)
-            if b is None:
-                b = bm_memo[key] = bm25(docs, *args, **kw)
-            return b
-
-        def skip_unused(query, texts, anchor_k, *args, **kw):
-            return ([], []) if anchor_k == 0 else lexical_side(query, texts, anchor_k, *args, **kw)
-
-        ix.lexical_side, ix.terms, ix.BM25 = skip_unused, memo_terms, memo_bm25
-        return self
-
-    def __exit__(self, *exc):
-        self.ix.lexical_side, self.ix.terms, self.ix.BM25 = self.saved
-        return False
 
 
 # -- main -------------------------------------------------------------------------------------------
@@ -787,11 +727,6 @@ def main() -> int:
         say("    Provider.rank, hybrid (egg-index):                      median %7.1f ms  p90 %7.1f ms  (%d queries)" % (mr, p90_ms(r["rank"]), len(r["rank"])))
         say("      its parts: " + ", ".join("%s %.1f ms" % (k, med_ms(v)) for k, v in r["parts"].items()))
         say("      semantic matches at or above the threshold per query: median %d; hits returned: median %d" % (r["passed"], r["hits"]))
-        pj = r["projection"]
-        say("    projection with two fixes to index.py, patched in by the bench (not counted): the semantic-only side skips")
-        say("    lexical_side, whose answer it discards; lexical_side reuses terms and BM25 while the candidates are unchanged:")
-        say("      Searcher.search median %.1f ms, Provider.rank median %.1f ms (%s) over %d queries" % (
-            med_ms(pj["search"]), med_ms(pj["rank"]), ", ".join("%s %.1f ms" % (k[5:], med_ms(v)) for k, v in pj.items() if k.startswith("part ")), len(pj["search"])))
         worst = max(ms, mr)
         say("    target: median under %.0f ms: %s" % (TARGET_PROMPT_MS, "met" if worst < TARGET_PROMPT_MS else "MISSED (%.0fx over)" % (worst / TARGET_PROMPT_MS)))
         if worst >= TARGET_PROMPT_MS:
