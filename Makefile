@@ -4,6 +4,7 @@
 PREFIX     := $(or $(EGGSHELL_PREFIX),$(HOME)/.local)
 VENV       := $(PREFIX)/share/eggshell/venv
 PY         := $(VENV)/bin/python
+DATA       ?= ../shared/data
 
 # Test tools from npm live in a repo-local prefix (ignored by git).
 NPM_PREFIX    := $(CURDIR)/.cache/npm
@@ -18,7 +19,7 @@ PY_TEST_TOOLS := pytest>=8 hypothesis>=6.100
 export PATH := $(BATS_BIN):$(NPM_BIN):$(PATH)
 export PYTHONPATH := $(CURDIR)/lib$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: help install test test-tools pytest bats bench lint
+.PHONY: help install test test-tools pytest bats bench eval lint
 
 help:
 	@echo "make targets:"
@@ -27,8 +28,9 @@ help:
 	@echo "  test-tools  install pytest+hypothesis into the venv, bats+codex into .cache/npm, if missing"
 	@echo "  pytest      only the Python tests        bats  only the bats tests"
 	@echo "  bench       run every tests/bench/bench_*.py with the venv's Python"
+	@echo "  eval        retrieval quality on public sets: python -m eggshell.eval DATA (DATA=$(DATA))"
 	@echo "  lint        shellcheck bin/* install.sh .ci/run"
-	@echo "variables: EGGSHELL_PREFIX (now $(PREFIX))"
+	@echo "variables: EGGSHELL_PREFIX (now $(PREFIX)), DATA"
 
 install:
 	./install.sh
@@ -69,6 +71,9 @@ bench: $(PY)
 	rc=0; for b in "$$@"; do \
 	  echo "== $$b"; $(PY) "$$b" || { echo "make: $$b failed" >&2; rc=1; }; \
 	done; exit $$rc
+
+eval: $(PY)
+	$(PY) -m eggshell.eval $(DATA)
 
 lint:
 	shellcheck bin/* install.sh .ci/run

@@ -23,8 +23,9 @@ Metrics: Recall@k is the share of a query's relevant candidates in the top k, av
 over queries; MRR is the mean of 1/rank of the first relevant candidate within the top 10
 (0 when none is there). A query keeps the product's top_k of 10.
 
-Options marked "prototype" (--rrf-k, --weights, --bm25, --anchor-k) re-rank with a local
-variant of the product's rule, to measure a proposed change before making it.
+--threshold, --anchor-k, --k1 and --b are the product's own settings (index.Settings).
+Options marked "prototype" (--fusion, --alpha, --rrf-k, --weights, --stem) re-rank with a
+local variant of the product's rule, to measure a proposed change before making it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import IO, Any, Callable, Iterable, Sequence
 
 from . import index as index_mod
 from . import stage
@@ -311,33 +312,41 @@ def load_swe(path: str, text: str = DEFAULT_SWE_TEXT) -> Task:
 # -- ranking -----------------------------------------------------------------------------
 
 
+FUSIONS = ("rrf", "minmax", "maxnorm")
+
+
 @dataclass(frozen=True, slots=True)
 class Proto:
-    """A prototype variant of the product's rule (None: the product's own)."""
+    """A prototype variant of the product's rule (None/False: the product's own)."""
 
     rrf_k: int | None = None
     weights: tuple[float, float] | None = None  # lexical, semantic
-    bm25: tuple[float, float] | None = None  # k1, b
-    anchor_k: int | None = None
+    fusion: str | None = None  # rrf (the product's), minmax, maxnorm
+    alpha: float | None = None  # lexical share in a score fusion
+    stem: bool = False  # Snowball-stem plain words in terms()
 
     @property
     def active(self) -> bool:
-        return any(x is not None for x in (self.rrf_k, self.weights, self.bm25, self.anchor_k))
+        return self.stem or any(x is not None for x in (self.rrf_k, self.weights, self.fusion, self.alpha))
 
     def describe(self) -> str:
         bits = []
+        if self.fusion not in (None, "rrf"):
+            bits.append("%s score fusion, lexical share %g" % (self.fusion, DEFAULT_ALPHA if self.alpha is None else self.alpha))
         if self.rrf_k is not None:
             bits.append("RRF k=%d" % self.rrf_k)
         if self.weights is not None:
             bits.append("RRF weights lexical %g, semantic %g" % self.weights)
-        if self.bm25 is not None:
-            bits.append("BM25 k1=%g b=%g" % self.bm25)
-        if self.anchor_k is not None:
-            bits.append("anchor_k=%d" % self.anchor_k)
+        if self.stem:
+            bits.append("stemmed terms")
         return ", ".join(bits) or "the product's rule"
 
 
+DEFAULT_ALPHA = 0.6
+
+
 def weighted_rrf(rankings: Sequence[Sequence[int]], weights: Sequence[float], k: int) -> list[int]:
+    """RRF with a weight per list; ties go to the index seen first (as rank.rrf)."""
     score: dict[int, float] = {}
     first: dict[int, int] = {}
     for ranking, w in zip(rankings, weights):
@@ -347,25 +356,36 @@ def weighted_rrf(rankings: Sequence[Sequence[int]], weights: Sequence[float], k:
     return [i for i, _ in sorted(score.items(), key=lambda kv: (-kv[1], first[kv[0]]))]
 
 
+def score_fusion(lexical: Sequence[tuple[int, float]], semantic: Sequence[tuple[int, float]], how: str, alpha: float) -> list[int]:
+    """alpha * normalized BM25 + (1 - alpha) * normalized cosine, best first (ties: lower index).
+
+    Scores are normalized within the query: `minmax` maps each list's scores onto 0..1,
+    `maxnorm` divides by the list's best score. A candidate missing from a list gets 0 there.
+    """
+
+    def norm(xs: Sequence[tuple[int, float]]) -> dict[int, float]:
+        if not xs:
+            return {}
+        hi = max(v for _, v in xs)
+        lo = min(v for _, v in xs) if how == "minmax" else 0.0
+        span = (hi - lo) or 1.0
+        return {i: (v - lo) / span for i, v in xs}
+
+    a, b = norm(lexical), norm(semantic)
+    fused = {i: alpha * a.get(i, 0.0) + (1 - alpha) * b.get(i, 0.0) for i in {*a, *b}}
+    return [i for i, _ in sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
 def proto_select(proto: Proto, mode: str, lexical, semantic, anchors, n: int, anchor_k: int) -> list[int]:
     from .rank import RRF_K, select
 
-    ak = anchor_k if proto.anchor_k is None else proto.anchor_k
-    if mode == "hybrid":
+    if mode != "hybrid":
+        base = [i for i, _ in (lexical if mode == "lexical" else semantic)]
+    elif proto.fusion in (None, "rrf"):
         base = weighted_rrf([[i for i, _ in lexical], [i for i, _ in semantic]], proto.weights or (1.0, 1.0), proto.rrf_k or RRF_K)
     else:
-        base = [i for i, _ in (lexical if mode == "lexical" else semantic)]
-    return select(n, TOP_K, [i for i, _ in anchors[:ak]], base)
-
-
-def proto_lexical(query: str, texts: list[str], k1: float, b: float, limit: int):
-    from .rank import BM25, anchor_ranking
-
-    bm = BM25([index_mod.terms(t) for t in texts], k1, b)
-    q = index_mod.terms(query)
-    lex = [(s.index, s.score) for s in bm.search(q, len(texts))]
-    anc = [(s.index, s.score) for s in anchor_ranking(bm, q, limit and len(texts))]
-    return lex, anc
+        base = score_fusion(lexical, semantic, proto.fusion, DEFAULT_ALPHA if proto.alpha is None else proto.alpha)
+    return select(n, TOP_K, [i for i, _ in anchors[:anchor_k]], base)
 
 
 @dataclass
@@ -398,7 +418,8 @@ class Progress:
 
 def run_task(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence[float], cache: str, data_root: str | None,
              limit: int | None = None, proto: Proto = Proto(), anchor_k: int = index_mod.DEFAULT_ANCHOR_K,
-             model: str | None = None, log: Callable[[str], None] | None = None) -> Run:
+             k1: float = index_mod.K1, b: float = index_mod.B,
+             model: str | None = None, log: Callable[[str], None] | None = None, dump: IO[str] | None = None) -> Run:
     label = "%s [%s]" % (task.name, task.text)
     cases = _limited(task.cases, limit)
     uses_model = any(m != "lexical" for m in modes)
@@ -410,13 +431,13 @@ def run_task(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence
         (log or (lambda s: print("%s: %s" % (PROG, s), file=sys.stderr, flush=True)))(m)
 
     def provider(mode: str, t: float) -> Provider:
-        return Provider(Settings(mode=mode, top_k=TOP_K, anchor_k=anchor_k, threshold=t, model=model, cache_dir=cache), data_root=data_root, log=note)
+        return Provider(Settings(mode=mode, top_k=TOP_K, anchor_k=anchor_k, threshold=t, model=model, cache_dir=cache, k1=k1, b=b), data_root=data_root, log=note)
 
     main = provider("hybrid" if uses_model else "lexical", -1.0 if uses_model else threshold)
     out = Run(task, {}, cases)
     if uses_model:
         used = sorted({c.pool for c in cases})
-        items = [{"id": str(i), "text": t} for t in dict.fromkeys(t for p in used for t in task.pools[p])]
+        items = [{"id": str(n), "text": t} for n, t in enumerate(dict.fromkeys(t for p in used for t in task.pools[p]))]
         prog = Progress(label)
         seen = [0]
 
@@ -450,8 +471,11 @@ def run_task(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence
             out.errors += 1
             raise RuntimeError("%s: query %s: %s" % (label, case.id, r.error))
         lexical, anchors = r.lexical, r.anchors
-        if proto.bm25 is not None:
-            lexical, anchors = proto_lexical(case.text, texts, proto.bm25[0], proto.bm25[1], max(anchor_k, proto.anchor_k or 0))
+        if dump is not None:
+            back = lambda xs: [[idx[i], round(v, 6)] for i, v in xs]  # noqa: E731
+            dump.write(json.dumps({"set": task.name, "text": task.text, "id": case.id, "group": case.group, "category": case.category,
+                                   "pool": case.pool, "relevant": sorted(case.relevant), "lexical": back(r.lexical),
+                                   "anchors": back(r.anchors), "semantic": back(r.semantic)}) + "\n")
         for mode, t in keys:
             sem = [(i, s) for i, s in r.semantic if s >= t]
             if proto.active:
@@ -479,13 +503,22 @@ def _limited(cases: list[Case], limit: int | None) -> list[Case]:
     return out
 
 
-def _memoize_terms() -> Callable[[], None]:
-    """Tokenize each distinct text once for the whole run (terms() is pure)."""
+def _memoize_terms(stem: bool = False) -> Callable[[], None]:
+    """Tokenize each distinct text once for the whole run (terms() is pure).
+
+    With `stem` (a prototype), plain alphabetic terms are Snowball-stemmed
+    (py_rust_stemmers, which fastembed already installs); identifiers stay whole.
+    """
     orig = index_mod.terms
+    word = (lambda w: w)
+    if stem:
+        from py_rust_stemmers import SnowballStemmer
+
+        word = functools.lru_cache(maxsize=None)(SnowballStemmer("english").stem_word)
 
     @functools.lru_cache(maxsize=None)
     def memo(text: str) -> tuple[str, ...]:
-        return tuple(orig(text))
+        return tuple(word(t) if t.isalpha() else t for t in orig(text)) if stem else tuple(orig(text))
 
     index_mod.terms = memo  # type: ignore[assignment]  # BM25 only reads the sequence
 
@@ -608,18 +641,25 @@ def main(argv: list[str]) -> int:
     p.add_argument("--locomo-text", type=lambda s: _choices(s, LOCOMO_TEXTS, "LoCoMo text"), default=[DEFAULT_LOCOMO_TEXT], help="LoCoMo session/turn compositions, comma list of %s, or all (default %s)" % (", ".join(LOCOMO_TEXTS), DEFAULT_LOCOMO_TEXT))
     p.add_argument("--threshold", type=float, default=index_mod.DEFAULT_THRESHOLD, help="least cosine for a semantic match (default %(default)s, the product's)")
     p.add_argument("--sweep", type=_floats, default=SWEEP, help="thresholds to sweep for semantic and hybrid (default %s; '' for none)" % ",".join("%.2f" % t for t in SWEEP))
+    p.add_argument("--anchor-k", type=int, default=index_mod.DEFAULT_ANCHOR_K, help="anchor matches pinned first (default %(default)s, the product's)")
+    p.add_argument("--k1", type=float, default=index_mod.K1, help="BM25 term-frequency saturation (default %(default)s, the product's)")
+    p.add_argument("--b", type=stage.fraction, default=index_mod.B, help="BM25 length normalization (default %(default)s, the product's)")
     p.add_argument("--limit", type=stage.positive_int, help="first N queries of each set (and swe query set)")
     p.add_argument("--cache", metavar="DIR", help="vector cache (default: <data root>/semantic/vectors, the product's)")
     p.add_argument("--model", help="embedding model (default: the product's)")
+    p.add_argument("--dump", metavar="FILE", help="write every query's lexical, anchor and semantic rankings (pool indices, scores) as JSON lines, for diagnosis")
     g = p.add_argument_group("prototypes (not the product's rule)")
     g.add_argument("--rrf-k", type=stage.positive_int, help="RRF constant k (product: 60)")
     g.add_argument("--weights", type=lambda s: _floats(s, 2), help="RRF weights LEX,SEM (product: 1,1)")
-    g.add_argument("--bm25", type=lambda s: _floats(s, 2), help="BM25 K1,B (product: 1.2,0.75)")
-    g.add_argument("--anchor-k", type=int, help="anchors pinned first (product: %d)" % index_mod.DEFAULT_ANCHOR_K)
+    g.add_argument("--fusion", choices=FUSIONS, help="hybrid fusion: rrf (product), or alpha*BM25 + (1-alpha)*cosine after minmax or maxnorm normalization per query")
+    g.add_argument("--alpha", type=stage.fraction, help="lexical share of a score fusion (default %g)" % DEFAULT_ALPHA)
+    g.add_argument("--stem", action="store_true", help="Snowball-stem plain words in terms() (product: no stemming)")
     a = p.parse_args(argv)
     if not -1.0 <= a.threshold <= 1.0:
         p.error("--threshold must be a cosine from -1 to 1")
-    proto = Proto(a.rrf_k, a.weights, a.bm25, a.anchor_k)
+    if a.anchor_k < 0 or a.k1 < 0:
+        p.error("--anchor-k and --k1 must be 0 or more")
+    proto = Proto(a.rrf_k, a.weights, a.fusion, a.alpha, a.stem)
     data_root = from_env().data_root
     cache = a.cache or os.path.join(data_root, "semantic", "vectors")
     files = {"locomo": os.path.join(a.data, LOCOMO_FILE), "swe": os.path.join(a.data, SWE_FILE)}
@@ -630,29 +670,32 @@ def main(argv: list[str]) -> int:
         return 2
     uses_model = any(m != "lexical" for m in a.modes)
     started = time.time()
-    restore = _memoize_terms()
+    restore = _memoize_terms(proto.stem)
     runs: list[Run] = []
+    dump = open(a.dump, "w", encoding="utf-8") if a.dump else None
     try:
         for text in a.locomo_text if need & {"locomo"} else []:
             sess, turn = load_locomo(files["locomo"], text)
             for t in (sess, turn):
                 if t.name in a.sets:
-                    runs.append(run_task(t, a.modes, a.threshold, a.sweep, cache, data_root, a.limit, proto, model=a.model))
+                    runs.append(run_task(t, a.modes, a.threshold, a.sweep, cache, data_root, a.limit, proto, a.anchor_k, a.k1, a.b, model=a.model, dump=dump))
         if "swe" in a.sets:
             for text in a.text:
-                runs.append(run_task(load_swe(files["swe"], text), a.modes, a.threshold, a.sweep, cache, data_root, a.limit, proto, model=a.model))
+                runs.append(run_task(load_swe(files["swe"], text), a.modes, a.threshold, a.sweep, cache, data_root, a.limit, proto, a.anchor_k, a.k1, a.b, model=a.model, dump=dump))
     except (RuntimeError, OSError, ValueError) as e:
         print("%s: %s" % (PROG, e), file=sys.stderr)
         return 1
     finally:
         restore()
+        if dump is not None:
+            dump.close()
     cmd = "python -m eggshell.eval " + " ".join(argv)
     header = {
         "command": "`%s`" % cmd.strip(),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
         "machine": "%d cores" % (os.cpu_count() or 0),
         "model": _model_name(a.model) if uses_model else "none (lexical only)",
-        "settings": "top_k %d, anchor_k %d, threshold %.2f, MRR cutoff %d%s" % (TOP_K, index_mod.DEFAULT_ANCHOR_K, a.threshold, MRR_CUTOFF, "" if not proto.active else "; PROTOTYPE: " + proto.describe()),
+        "settings": "top_k %d, anchor_k %d, threshold %.2f, BM25 k1 %g b %g, MRR cutoff %d%s" % (TOP_K, a.anchor_k, a.threshold, a.k1, a.b, MRR_CUTOFF, "" if not proto.active else "; PROTOTYPE: " + proto.describe()),
         "cache": cache if uses_model else "unused",
         "wall time": "%.0f s" % (time.time() - started),
     }

@@ -1,0 +1,264 @@
+"""eggshell.eval: metrics, the LoCoMo evidence parser, loaders and a lexical run on tiny files.
+
+Nothing here reads ../shared/data or loads the embedding model.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eggshell import eval as ev
+from eggshell import index
+from eggshell.records import OUTPUT_CAP, RECORD_CAP, searchable_text
+
+# -- metrics -------------------------------------------------------------------------------
+
+
+def test_recall_at_k_counts_relevant_items_in_the_top_k():
+    ranked = [4, 2, 9, 1, 7, 3]
+    assert ev.recall_at(ranked, {2}, 5) == 1.0
+    assert ev.recall_at(ranked, {3}, 5) == 0.0  # rank 6
+    assert ev.recall_at(ranked, {3}, 10) == 1.0
+    assert ev.recall_at(ranked, {2, 3}, 5) == 0.5
+    assert ev.recall_at(ranked, {2, 7, 8, 9}, 5) == 0.75
+    assert ev.recall_at([], {1}, 5) == 0.0
+    assert ev.recall_at(ranked, set(), 5) == 0.0
+
+
+def test_reciprocal_rank_is_one_over_the_first_relevant_rank_within_the_cutoff():
+    assert ev.reciprocal_rank([5, 6, 7], {5}) == 1.0
+    assert ev.reciprocal_rank([5, 6, 7], {7, 6}) == 0.5
+    assert ev.reciprocal_rank([5, 6, 7], {8}) == 0.0
+    ranked = list(range(20))
+    assert ev.reciprocal_rank(ranked, {9}) == pytest.approx(0.1)  # rank 10: inside the cutoff
+    assert ev.reciprocal_rank(ranked, {10}) == 0.0  # rank 11: outside
+    assert ev.reciprocal_rank(ranked, {10}, cutoff=20) == pytest.approx(1 / 11)
+
+
+def test_score_averages_over_queries():
+    # q1: relevant at rank 1; q2: relevant {a at 3, b at 7}; q3: relevant missing.
+    rankings = [[1, 2, 3], [0, 0 + 10, 30, 11, 12, 13, 40], [5, 6]]
+    relevants = [{1}, {30, 40}, {99}]
+    s = ev.score(rankings, relevants)
+    assert s.n == 3
+    assert s.recall[5] == pytest.approx((1 + 0.5 + 0) / 3)
+    assert s.recall[10] == pytest.approx((1 + 1 + 0) / 3)
+    assert s.mrr == pytest.approx((1 + 1 / 3 + 0) / 3)
+    assert ev.score([], []).n == 0
+    with pytest.raises(ValueError):
+        ev.score([[1]], [])
+
+
+# -- evidence ids --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "given, want",
+    [
+        (["D1:3"], [(1, 3)]),
+        (["D1:9", "D1:11"], [(1, 9), (1, 11)]),
+        (["D:11:26"], [(11, 26)]),
+        (["D8:6; D9:17"], [(8, 6), (9, 17)]),
+        (["D30:05"], [(30, 5)]),
+        (["D9:1 D4:4 D4:6"], [(9, 1), (4, 4), (4, 6)]),
+        (["D"], []),
+        ([], []),
+        (None, []),
+        (["D2:1", "D2:1", 7, None], [(2, 1)]),
+        ("D3:4", [(3, 4)]),
+    ],
+)
+def test_parse_evidence_is_lenient(given, want):
+    assert ev.parse_evidence(given) == want
+
+
+# -- loaders -------------------------------------------------------------------------------
+
+LOCOMO = [
+    {
+        "sample_id": "conv-a",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "1:00 pm on 1 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Rex."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely! What breed?", "blip_caption": "a photo of a dog"},
+            ],
+            "session_2_date_time": "2:00 pm on 9 June, 2023",
+            "session_2": [
+                {"speaker": "Bo", "dia_id": "D2:1", "text": "I started pottery classes."},
+                {"speaker": "Ann", "dia_id": "D2:2", "text": "Pottery sounds fun, I bake bread."},
+            ],
+        },
+        "qa": [
+            {"question": "What is the name of Ann's puppy?", "answer": "Rex", "evidence": ["D1:1"], "category": 1},
+            {"question": "What class did Bo start?", "answer": "pottery", "evidence": ["D:2:1"], "category": 4},
+            {"question": "What do they both like?", "answer": "x", "evidence": ["D1:2; D2:2"], "category": 3},
+            {"question": "No evidence here?", "answer": "x", "evidence": [], "category": 2},
+            {"question": "Bad evidence?", "answer": "x", "evidence": ["D7:1", "D"], "category": 5},
+        ],
+    },
+    {
+        "sample_id": "conv-b",
+        "conversation": {"session_1": [{"speaker": "Cy", "dia_id": "D1:1", "text": "My puppy is called Max."}]},
+        "qa": [{"question": "What is the puppy called?", "evidence": ["D1:01"], "category": 5}],
+    },
+]
+
+
+@pytest.fixture
+def data(tmp_path):
+    (tmp_path / ev.LOCOMO_FILE).write_text(json.dumps(LOCOMO), encoding="utf-8")
+    lines = [
+        {"kind": "record", "id": "msa:a-1", "prompt": "late_fee is wrong for overdue invoices", "answer": "diff --git a/billing/fees.py b/billing/fees.py\n+late_fee = 5",
+         "tools": [{"name": "Bash", "input": {"command": "grep -rn late_fee billing/"}, "output": "billing/fees.py:3: late_fee = 0\n" + "x" * 3000}], "meta": {}},
+        {"kind": "record", "id": "msa:b-2", "prompt": "Bread recipe crashes the oven timer", "answer": "patch oven.py",
+         "tools": [{"name": "Bash", "input": {"command": "cat oven.py"}, "output": "def timer(): pass"}], "meta": {}},
+        {"kind": "record", "id": "msa:c-3", "prompt": "Overdue invoices ignore the late fee", "answer": "", "tools": [], "meta": {}},
+        {"kind": "query", "id": "related:x", "set": "related", "text": "late fee on overdue invoices is computed wrongly", "relevant": ["msa:a-1"], "same_issue": ["msa:c-3"]},
+        {"kind": "query", "id": "crossagent:b", "set": "crossagent", "text": "the oven timer crashes with a bread recipe", "relevant": ["msa:b-2"]},
+        {"kind": "query", "id": "related:y", "set": "related", "text": "nothing known", "relevant": ["msa:gone"]},
+    ]
+    (tmp_path / ev.SWE_FILE).write_text("".join(json.dumps(l) + "\n" for l in lines), encoding="utf-8")
+    return tmp_path
+
+
+def test_load_locomo_builds_session_and_turn_pools_per_conversation(data):
+    sess, turn = ev.load_locomo(str(data / ev.LOCOMO_FILE), "date")
+    assert sess.pools[0] == [
+        "1:00 pm on 1 May, 2023\nAnn: I adopted a puppy named Rex.\nBo: Lovely! What breed?",
+        "2:00 pm on 9 June, 2023\nBo: I started pottery classes.\nAnn: Pottery sounds fun, I bake bread.",
+    ]
+    assert turn.pools[0][2] == "2:00 pm on 9 June, 2023\nBo: I started pottery classes."
+    assert sess.pools[1] == ["Cy: My puppy is called Max."]  # no date line to add
+    assert [(c.relevant, c.category, c.pool) for c in sess.cases] == [
+        ({0}, "1", 0), ({1}, "4", 0), ({0, 1}, "3", 0), ({0}, "5", 1)]
+    assert [c.relevant for c in turn.cases] == [{0}, {2}, {1, 3}, {0}]
+    assert sess.skipped == {"no evidence": 1, "no usable evidence id": 1}
+
+
+def test_load_locomo_plain_and_image_texts(data):
+    sess, turn = ev.load_locomo(str(data / ev.LOCOMO_FILE), "plain")
+    assert sess.pools[0][0] == "Ann: I adopted a puppy named Rex.\nBo: Lovely! What breed?"
+    _, turn = ev.load_locomo(str(data / ev.LOCOMO_FILE), "image")
+    assert turn.pools[0][1] == "Bo: Lovely! What breed? [shares an image: a photo of a dog]"
+    with pytest.raises(ValueError):
+        ev.load_locomo(str(data / ev.LOCOMO_FILE), "nope")
+
+
+def test_load_swe_full_is_the_products_searchable_text(data):
+    task = ev.load_swe(str(data / ev.SWE_FILE), "full")
+    view = ev.swe_view({"id": "msa:a-1", "prompt": "p", "answer": "a", "tools": [{"name": "Bash", "input": {"command": "ls"}, "output": "y" * 5000}]})
+    assert ev.swe_text(view, "full") == searchable_text(view) == "p\na\nls\n" + "y" * OUTPUT_CAP
+    assert task.pools[0][0].startswith("late_fee is wrong for overdue invoices\ndiff --git")
+    assert "grep -rn late_fee billing/" in task.pools[0][0] and "x" * (OUTPUT_CAP - 40) in task.pools[0][0]
+    assert "x" * (OUTPUT_CAP + 1) not in task.pools[0][0]
+    assert [(c.group, c.relevant, c.drop) for c in task.cases] == [("related", {0}, {2}), ("crossagent", {1}, frozenset())]
+    assert task.skipped == {"no known relevant record": 1}
+
+
+def test_swe_compositions(data):
+    rec = {"id": "r", "prompt": "P", "answer": "diff --git a/src/app.py b/src/app.py", "tools": [
+        {"name": "Bash", "input": {"command": "cat setup.cfg"}, "output": "O" * 2000}]}
+    view = ev.swe_view(rec)
+    assert ev.swe_text(view, "prompt") == "P"
+    assert ev.swe_text(view, "prompt+answer") == "P\ndiff --git a/src/app.py b/src/app.py"
+    assert ev.swe_text(view, "prompt+commands") == "P\ncat setup.cfg"
+    assert ev.swe_text(view, "prompt+answer+commands+outputs") == "P\n%s\ncat setup.cfg\n%s" % (rec["answer"], "O" * OUTPUT_CAP)
+    assert ev.swe_text(view, "prompt+answer+paths").endswith("a/src/app.py b/src/app.py setup.cfg")
+    big = ev.swe_view({"id": "r", "prompt": "P" * (RECORD_CAP + 10), "tools": []})
+    assert len(ev.swe_text(big, "full")) == len(ev.swe_text(big, "prompt")) == RECORD_CAP
+    assert len(ev.swe_text(big, "full-nocap")) == RECORD_CAP + 10
+    with pytest.raises(ValueError):
+        ev.swe_text(view, "nope")
+
+
+def test_paths_of_finds_file_like_tokens_once():
+    assert ev.paths_of(["edit src/pkg/mod.py and setup.cfg", "src/pkg/mod.py:12: x", "v1.2 3.14 docs/api"]) == [
+        "src/pkg/mod.py", "setup.cfg", "docs/api"]
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+def test_a_lexical_run_ranks_through_the_provider_and_drops_same_issue(data):
+    task = ev.load_swe(str(data / ev.SWE_FILE), "full")
+    run = ev.run_task(task, ["lexical"], 0.3, ev.SWEEP, cache="/nonexistent", data_root=None)
+    got = run.rankings[("lexical", 0.3)]
+    assert got[0][0] == 0 and 2 not in got[0]  # msa:c-3 is the same issue: never ranked
+    assert got[1][0] == 1
+    assert run.checked == 2 and run.mismatches == 0
+    assert run.index_s == 0 and run.indexed == 0  # lexical mode embeds nothing
+    s = ev.score(got, [c.relevant for c in run.cases])
+    assert s.recall[5] == 1.0 and s.mrr == 1.0
+
+
+def test_limit_keeps_the_first_n_queries_of_each_set(data):
+    task = ev.load_swe(str(data / ev.SWE_FILE), "full")
+    run = ev.run_task(task, ["lexical"], 0.3, (), cache="/nonexistent", data_root=None, limit=1)
+    assert [c.group for c in run.cases] == ["related", "crossagent"]
+
+
+def test_prototype_options_change_only_what_they_name(data):
+    task = ev.load_swe(str(data / ev.SWE_FILE), "full")
+    base = ev.run_task(task, ["lexical"], 0.3, (), cache="/x", data_root=None)
+    same = ev.run_task(task, ["lexical"], 0.3, (), cache="/x", data_root=None, proto=ev.Proto(rrf_k=10, fusion="minmax"))
+    assert same.rankings == base.rankings  # hybrid-only prototypes leave lexical alone
+    assert same.checked == 0  # a prototype is not the product: nothing to check against
+    assert ev.weighted_rrf([[1, 2], [2, 3]], [1.0, 1.0], 60) == [i for i, _ in index.rrf([1, 2], [2, 3])]
+    assert ev.weighted_rrf([[1, 2], [2, 1]], [1.0, 2.0], 60) == [2, 1]
+
+
+def test_product_settings_go_through_the_provider(data):
+    task = ev.load_swe(str(data / ev.SWE_FILE), "full")
+    run = ev.run_task(task, ["lexical"], 0.3, (), cache="/x", data_root=None, anchor_k=0, k1=0.9, b=0.4)
+    assert run.checked == 2 and run.mismatches == 0
+
+
+def test_main_prints_a_markdown_table(data, capsys):
+    assert ev.main([str(data), "--modes", "lexical", "--text", "prompt,full", "--locomo-text", "plain"]) == 0
+    out = capsys.readouterr().out
+    assert "| set | text | queries | mode | R@5 | R@10 | MRR |" in out
+    assert "| locomo-session | plain | 4 | lexical |" in out
+    assert "| swe related | prompt | 1 | lexical | 1.000 | 1.000 | 1.000 |" in out
+    assert "| swe crossagent | full | 1 | lexical |" in out
+    assert "By LoCoMo category" in out and "threshold sweep" not in out
+    assert index.terms.__module__ == "eggshell.terms"  # the memo is undone
+
+
+def test_main_reports_missing_data(tmp_path, capsys):
+    assert ev.main([str(tmp_path), "--modes", "lexical"]) == 2
+    assert "missing" in capsys.readouterr().err
+
+
+def test_bad_options_are_usage_errors(data):
+    for argv in (["--sets", "nope"], ["--modes", "lexical,x"], ["--text", "prompt,bad"], ["--threshold", "2"], ["--weights", "1"],
+                 ["--anchor-k", "-1"], ["--b", "1.5"], ["--fusion", "max"], ["--alpha", "2"]):
+        with pytest.raises(SystemExit) as e:
+            ev.main([str(data), *argv])
+        assert e.value.code == 2
+
+
+def test_score_fusion_mixes_normalized_scores():
+    lex = [(0, 10.0), (1, 5.0), (2, 0.0)]
+    sem = [(2, 0.9), (1, 0.8), (3, 0.3)]
+    # minmax: lex 0->1, 1->.5, 2->0; sem 2->1, 1->.8333, 3->0
+    assert ev.score_fusion(lex, sem, "minmax", 0.5) == [1, 0, 2, 3]
+    assert ev.score_fusion(lex, sem, "minmax", 1.0)[:2] == [0, 1]
+    assert ev.score_fusion(lex, sem, "minmax", 0.0)[:2] == [2, 1]
+    # maxnorm: lex 0->1, 1->.5, 2->0; sem 2->1, 1->.889, 3->.333
+    assert ev.score_fusion(lex, sem, "maxnorm", 0.5) == [1, 0, 2, 3]
+    assert ev.score_fusion([], [], "minmax", 0.5) == []
+    assert ev.score_fusion([(4, 2.0), (5, 2.0)], [], "minmax", 0.6) == [4, 5]  # ties: lower index
+
+
+def test_stem_prototype_stems_words_but_not_identifiers(data):
+    restore = ev._memoize_terms(stem=True)
+    try:
+        assert list(index.terms("adopted puppies late_fee")) == ["adopt", "puppi", "late_fee", "late", "fee"]
+    finally:
+        restore()
+    assert index.terms("adopted") == ["adopted"]
