@@ -149,3 +149,19 @@ def listing(d: str) -> dict[str, bytes]:
             if os.path.isfile(p) and not os.path.islink(p):
                 out[os.path.relpath(p, d)] = read_bytes(p)
     return out
+
+
+def real_venv() -> str:
+    """The installed Eggshell environment the bin/ bootstraps run with (install.sh makes it).
+
+    A missing environment fails the test: `make test` runs after ./install.sh, so skipping
+    would hide a broken install.
+    """
+    import pytest
+
+    for base in (os.environ.get("EGGSHELL_PREFIX"), os.path.expanduser("~/.local")):
+        if base and os.access(os.path.join(base, "share", "eggshell", "venv", "bin", "python"), os.X_OK):
+            return os.path.join(base, "share", "eggshell", "venv")
+    if os.path.exists(os.path.join(sys.prefix, "pyvenv.cfg")):
+        return sys.prefix
+    pytest.fail("no installed Eggshell environment for the bin/ commands: run ./install.sh first", pytrace=False)

@@ -17,7 +17,6 @@ import io
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -26,20 +25,10 @@ from eggshell.journal import Journal
 from eggshell.paths import PROJECT_CONFIG, Paths
 from eggshell.records import turn_views
 from eggshell.store import Store
-from helpers import listing, read_bytes
+from helpers import listing, read_bytes, real_venv
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EGG_HOOK = os.path.join(REPO, "bin", "egg-hook")
-
-
-def real_venv() -> str:
-    """The installed Eggshell environment the bin/ bootstraps run with."""
-    for base in (os.environ.get("EGGSHELL_PREFIX"), os.path.expanduser("~/.local")):
-        if base and os.access(os.path.join(base, "share", "eggshell", "venv", "bin", "python"), os.X_OK):
-            return os.path.join(base, "share", "eggshell", "venv")
-    if os.path.exists(os.path.join(sys.prefix, "pyvenv.cfg")):
-        return sys.prefix
-    pytest.skip("no installed Eggshell environment for the bin/ commands")
 
 
 class Env:

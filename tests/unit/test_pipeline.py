@@ -14,7 +14,6 @@ import io
 import json
 import os
 import subprocess
-import sys
 from dataclasses import asdict
 
 import pytest
@@ -23,19 +22,10 @@ from eggshell import config, extract, hook, matcher, query, save
 from eggshell.paths import PROJECT_CONFIG, Paths
 from eggshell.records import turn_views
 from eggshell.store import Store
-from helpers import bash, egg_records, tool_call, turn_record
+from helpers import bash, egg_records, real_venv, tool_call, turn_record
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(REPO, "bin")
-
-
-def real_venv() -> str:
-    for base in (os.environ.get("EGGSHELL_PREFIX"), os.path.expanduser("~/.local")):
-        if base and os.access(os.path.join(base, "share", "eggshell", "venv", "bin", "python"), os.X_OK):
-            return os.path.join(base, "share", "eggshell", "venv")
-    if os.path.exists(os.path.join(sys.prefix, "pyvenv.cfg")):
-        return sys.prefix
-    pytest.skip("no installed Eggshell environment for the bin/ commands")
 
 
 @pytest.fixture
