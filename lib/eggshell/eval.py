@@ -34,6 +34,7 @@ import functools
 import json
 import os
 import re
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -633,7 +634,7 @@ def _floats(text: str, n: int | None = None) -> tuple[float, ...]:
 def main(argv: list[str]) -> int:
     from .paths import from_env
 
-    p = stage.parser(PROG, "Measure retrieval quality (Recall@5, Recall@10, MRR) on public sets.", epilog=__doc__.split("\n\n", 1)[1])
+    p = stage.parser(PROG, "Measure retrieval quality (Recall@5, Recall@10, MRR) on public sets.", epilog=__doc__.split("\n\n", 2)[2])
     p.add_argument("data", nargs="?", default=os.path.join("..", "shared", "data"), help="directory with %s and %s (default %%(default)s)" % (LOCOMO_FILE, SWE_FILE))
     p.add_argument("--sets", type=lambda s: _choices(s, SETS, "set"), default=list(SETS), help="comma list of %s (default all)" % ", ".join(SETS))
     p.add_argument("--modes", type=lambda s: _choices(s, MODES, "mode"), default=list(MODES), help="comma list of %s (default all)" % ", ".join(MODES))
@@ -689,9 +690,9 @@ def main(argv: list[str]) -> int:
         restore()
         if dump is not None:
             dump.close()
-    cmd = "python -m eggshell.eval " + " ".join(argv)
+    cmd = shlex.join(["python", "-m", "eggshell.eval", *argv])
     header = {
-        "command": "`%s`" % cmd.strip(),
+        "command": "`%s`" % cmd,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
         "machine": "%d cores" % (os.cpu_count() or 0),
         "model": _model_name(a.model) if uses_model else "none (lexical only)",
