@@ -65,15 +65,6 @@ def _items(x: Any) -> list[dict] | None:
     return x
 
 
-def lexical_side(query: str, texts: list[str], anchor_k: int, k1: float = K1, b: float = B) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-    """(BM25 ranking, anchor ranking) of texts for a query, best first, scores > 0."""
-    bm = BM25([terms(t) for t in texts], k1, b)
-    q = terms(query)
-    lex = [(s.index, s.score) for s in bm.search(q, len(texts))]
-    anc = [(s.index, s.score) for s in anchor_ranking(bm, q, max(anchor_k, 0) and len(texts))]
-    return lex, anc
-
-
 def fuse(mode: str, top_k: int, anchor_k: int, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
          anchors: list[tuple[int, float]], n: int) -> tuple[list[int], list[tuple[int, float]]]:
     """(selection, hybrid ranking): the one rule every caller (provider, egg-query) uses."""
@@ -151,7 +142,7 @@ class Provider:
         return Ranked(selected, lexical, anchors, semantic, hybrid, {"lexical": ms(t0, t1), "semantic": ms(t1, t2), "fuse": ms(t2, t3), "total": ms(t0, t3)}, error)
 
     def _lexical(self, query: str, texts: list[str]) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-        """lexical_side, with the BM25 index kept while the candidates stay the same (a warm provider)."""
+        """BM25 and anchor rankings, with the BM25 index kept while the candidates stay the same (a warm provider)."""
         s = self.settings
         if self._bm25_texts != texts:
             self._bm25 = BM25([terms(t) for t in texts], s.k1, s.b)
