@@ -23,7 +23,9 @@ _OFFLINE = {DEFAULT_MODEL: ("sentence-transformers/all-MiniLM-L6-v2", "int8 onnx
 WINDOW = 254  # tokens per window: all-MiniLM was trained on 256 positions, less [CLS] and [SEP]
 OVERLAP = 32
 MIN_TAIL = 64  # a last window shorter than this joins the one before it
-BATCH = 32
+# Windows per onnxruntime call. Activations grow with batch x 256 tokens: 32 full windows
+# peaked at 2.4 GB resident, 8 at 0.85 GB, at the same throughput (docs/benchmarks.md).
+BATCH = 8
 
 
 class ModelError(RuntimeError):

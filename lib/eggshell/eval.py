@@ -6,8 +6,8 @@
 
 DATA holds `locomo10.json` and `swe-msa-verified.jsonl` (see its README.md). Every ranking
 goes through the product: `index.Provider.rank` (BM25, anchors, the embedding model and
-the shared vector cache, reciprocal rank fusion, `select`). One `rank` call per query with
-the threshold at -1 returns the lexical, anchor and full semantic rankings; each mode and
+the shared vector cache, the fusion, `select`). One `rank` call per query with the
+threshold at -1 returns the lexical, best-line, anchor and full semantic rankings; each mode and
 each swept threshold is then `index.fuse` of those lists, the rule `rank` itself applies
 (the first queries of every set are re-ranked by a `Provider` with the real settings to
 prove the two agree). `terms()` is memoized during a run, so a candidate is tokenized once
@@ -23,9 +23,8 @@ Metrics: Recall@k is the share of a query's relevant candidates in the top k, av
 over queries; MRR is the mean of 1/rank of the first relevant candidate within the top 10
 (0 when none is there). A query keeps the product's top_k of 10.
 
---threshold, --anchor-k, --k1 and --b are the product's own settings (index.Settings).
-Options marked "prototype" (--fusion, --alpha, --rrf-k, --weights, --stem) re-rank with a
-local variant of the product's rule, to measure a proposed change before making it.
+--threshold, --anchor-k, --k1, --b, --fusion and --weights are the product's own settings
+(index.Settings); `--fusion rrf --anchor-k 2` measures the reference's rule.
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ from typing import IO, Any, Callable, Iterable, Sequence
 from . import index as index_mod
 from . import stage
 from .index import Provider, Settings, fuse
+from .rank import RRF_K
 from .records import OUTPUT_CAP, RECORD_CAP, ToolView, TurnView, command_of, searchable_text
 from .turns import normalize_output, work_text
 
@@ -74,7 +74,7 @@ SWE_TEXTS = (
 # date line first (`date`) and shared images' captions (`+image`).
 LOCOMO_TEXTS = ("plain", "date", "image", "date+image")
 DEFAULT_SWE_TEXT = "full"
-DEFAULT_LOCOMO_TEXT = "date"
+DEFAULT_LOCOMO_TEXT = "date+image"  # what was said, when, and what a shared photo showed
 
 
 # -- metrics -----------------------------------------------------------------------------
@@ -313,80 +313,17 @@ def load_swe(path: str, text: str = DEFAULT_SWE_TEXT) -> Task:
 # -- ranking -----------------------------------------------------------------------------
 
 
-FUSIONS = ("rrf", "minmax", "maxnorm")
-
-
 @dataclass(frozen=True, slots=True)
-class Proto:
-    """A prototype variant of the product's rule (None/False: the product's own)."""
+class Rule:
+    """The fusion settings a run measures (the product's unless options say otherwise)."""
 
-    rrf_k: int | None = None
-    weights: tuple[float, float] | None = None  # lexical, semantic
-    fusion: str | None = None  # rrf (the product's), minmax, maxnorm
-    alpha: float | None = None  # lexical share in a score fusion
-    stem: bool = False  # Snowball-stem plain words in terms()
-
-    @property
-    def active(self) -> bool:
-        return self.stem or any(x is not None for x in (self.rrf_k, self.weights, self.fusion, self.alpha))
+    fusion: str = "score"
+    weights: tuple[float, float, float] = index_mod.WEIGHTS
 
     def describe(self) -> str:
-        bits = []
-        if self.fusion not in (None, "rrf"):
-            bits.append("%s score fusion, lexical share %g" % (self.fusion, DEFAULT_ALPHA if self.alpha is None else self.alpha))
-        if self.rrf_k is not None:
-            bits.append("RRF k=%d" % self.rrf_k)
-        if self.weights is not None:
-            bits.append("RRF weights lexical %g, semantic %g" % self.weights)
-        if self.stem:
-            bits.append("stemmed terms")
-        return ", ".join(bits) or "the product's rule"
-
-
-DEFAULT_ALPHA = 0.6
-
-
-def weighted_rrf(rankings: Sequence[Sequence[int]], weights: Sequence[float], k: int) -> list[int]:
-    """RRF with a weight per list; ties go to the index seen first (as rank.rrf)."""
-    score: dict[int, float] = {}
-    first: dict[int, int] = {}
-    for ranking, w in zip(rankings, weights):
-        for r, i in enumerate(ranking, 1):
-            score[i] = score.get(i, 0.0) + w / (k + r)
-            first.setdefault(i, len(first))
-    return [i for i, _ in sorted(score.items(), key=lambda kv: (-kv[1], first[kv[0]]))]
-
-
-def score_fusion(lexical: Sequence[tuple[int, float]], semantic: Sequence[tuple[int, float]], how: str, alpha: float) -> list[int]:
-    """alpha * normalized BM25 + (1 - alpha) * normalized cosine, best first (ties: lower index).
-
-    Scores are normalized within the query: `minmax` maps each list's scores onto 0..1,
-    `maxnorm` divides by the list's best score. A candidate missing from a list gets 0 there.
-    """
-
-    def norm(xs: Sequence[tuple[int, float]]) -> dict[int, float]:
-        if not xs:
-            return {}
-        hi = max(v for _, v in xs)
-        lo = min(v for _, v in xs) if how == "minmax" else 0.0
-        span = (hi - lo) or 1.0
-        return {i: (v - lo) / span for i, v in xs}
-
-    a, b = norm(lexical), norm(semantic)
-    fused = {i: alpha * a.get(i, 0.0) + (1 - alpha) * b.get(i, 0.0) for i in {*a, *b}}
-    return [i for i, _ in sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))]
-
-
-def proto_select(proto: Proto, mode: str, lexical, semantic, anchors, n: int, anchor_k: int) -> list[int]:
-    from .rank import RRF_K, select
-
-    if mode != "hybrid":
-        base = [i for i, _ in (lexical if mode == "lexical" else semantic)]
-    elif proto.fusion in (None, "rrf"):
-        base = weighted_rrf([[i for i, _ in lexical], [i for i, _ in semantic]], proto.weights or (1.0, 1.0), proto.rrf_k or RRF_K)
-    else:
-        base = score_fusion(lexical, semantic, proto.fusion, DEFAULT_ALPHA if proto.alpha is None else proto.alpha)
-    return select(n, TOP_K, [i for i, _ in anchors[:anchor_k]], base)
+        if self.fusion == "rrf":
+            return "fusion rrf (k %d)" % RRF_K
+        return "fusion score, weights %g/%g/%g (whole text / best line / cosine)" % self.weights
 
 
 @dataclass
@@ -418,7 +355,7 @@ class Progress:
 
 
 def run_task(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence[float], cache: str, data_root: str | None,
-             limit: int | None = None, proto: Proto = Proto(), anchor_k: int = index_mod.DEFAULT_ANCHOR_K,
+             limit: int | None = None, rule: Rule = Rule(), anchor_k: int = index_mod.DEFAULT_ANCHOR_K,
              k1: float = index_mod.K1, b: float = index_mod.B,
              model: str | None = None, log: Callable[[str], None] | None = None, dump: IO[str] | None = None) -> Run:
     label = "%s [%s]" % (task.name, task.text)
@@ -432,7 +369,8 @@ def run_task(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence
         (log or (lambda s: print("%s: %s" % (PROG, s), file=sys.stderr, flush=True)))(m)
 
     def provider(mode: str, t: float) -> Provider:
-        return Provider(Settings(mode=mode, top_k=TOP_K, anchor_k=anchor_k, threshold=t, model=model, cache_dir=cache, k1=k1, b=b), data_root=data_root, log=note)
+        return Provider(Settings(mode=mode, top_k=TOP_K, anchor_k=anchor_k, threshold=t, model=model, cache_dir=cache, k1=k1, b=b,
+                                 fusion=rule.fusion, weights=rule.weights), data_root=data_root, log=note)
 
     main = provider("hybrid" if uses_model else "lexical", -1.0 if uses_model else threshold)
     out = Run(task, {}, cases)
@@ -476,15 +414,13 @@ def run_task(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence
             back = lambda xs: [[idx[i], round(v, 6)] for i, v in xs]  # noqa: E731
             dump.write(json.dumps({"set": task.name, "text": task.text, "id": case.id, "group": case.group, "category": case.category,
                                    "pool": case.pool, "relevant": sorted(case.relevant), "lexical": back(r.lexical),
-                                   "anchors": back(r.anchors), "semantic": back(r.semantic)}) + "\n")
+                                   "passages": back(r.passages), "anchors": back(r.anchors), "semantic": back(r.semantic)}) + "\n")
         for mode, t in keys:
             sem = [(i, s) for i, s in r.semantic if s >= t]
-            if proto.active:
-                sel = proto_select(proto, mode, lexical, sem, anchors, len(texts), anchor_k)
-            else:
-                sel = fuse(mode, TOP_K, anchor_k, lexical, sem, anchors, len(texts))[0]
+            sel = fuse(mode, TOP_K, anchor_k, lexical, sem, anchors, len(texts), r.passages,
+                       fusion=rule.fusion, floor=t, weights=rule.weights)[0]
             out.rankings[(mode, t)].append([idx[i] for i in sel])
-        if qn < CHECKED and not proto.active:
+        if qn < CHECKED:
             for (mode, t), p in checkers.items():
                 out.checked += 1
                 if [idx[i] for i in p.rank(case.text, texts).selected] != out.rankings[(mode, t)][-1]:
@@ -504,22 +440,13 @@ def _limited(cases: list[Case], limit: int | None) -> list[Case]:
     return out
 
 
-def _memoize_terms(stem: bool = False) -> Callable[[], None]:
-    """Tokenize each distinct text once for the whole run (terms() is pure).
-
-    With `stem` (a prototype), plain alphabetic terms are Snowball-stemmed
-    (py_rust_stemmers, which fastembed already installs); identifiers stay whole.
-    """
+def _memoize_terms() -> Callable[[], None]:
+    """Tokenize each distinct text once for the whole run (terms() is pure)."""
     orig = index_mod.terms
-    word = (lambda w: w)
-    if stem:
-        from py_rust_stemmers import SnowballStemmer
-
-        word = functools.lru_cache(maxsize=None)(SnowballStemmer("english").stem_word)
 
     @functools.lru_cache(maxsize=None)
     def memo(text: str) -> tuple[str, ...]:
-        return tuple(word(t) if t.isalpha() else t for t in orig(text)) if stem else tuple(orig(text))
+        return tuple(orig(text))
 
     index_mod.terms = memo  # type: ignore[assignment]  # BM25 only reads the sequence
 
@@ -649,18 +576,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("--cache", metavar="DIR", help="vector cache (default: <data root>/semantic/vectors, the product's)")
     p.add_argument("--model", help="embedding model (default: the product's)")
     p.add_argument("--dump", metavar="FILE", help="write every query's lexical, anchor and semantic rankings (pool indices, scores) as JSON lines, for diagnosis")
-    g = p.add_argument_group("prototypes (not the product's rule)")
-    g.add_argument("--rrf-k", type=stage.positive_int, help="RRF constant k (product: 60)")
-    g.add_argument("--weights", type=lambda s: _floats(s, 2), help="RRF weights LEX,SEM (product: 1,1)")
-    g.add_argument("--fusion", choices=FUSIONS, help="hybrid fusion: rrf (product), or alpha*BM25 + (1-alpha)*cosine after minmax or maxnorm normalization per query")
-    g.add_argument("--alpha", type=stage.fraction, help="lexical share of a score fusion (default %g)" % DEFAULT_ALPHA)
-    g.add_argument("--stem", action="store_true", help="Snowball-stem plain words in terms() (product: no stemming)")
+    p.add_argument("--fusion", choices=index_mod.FUSIONS, default="score", help="hybrid rule (default %(default)s, the product's)")
+    p.add_argument("--weights", type=lambda s: _floats(s, 3), default=index_mod.WEIGHTS,
+                   help="score fusion weights DOC,LINE,SEM (default %s, the product's)" % ",".join("%g" % w for w in index_mod.WEIGHTS))
     a = p.parse_args(argv)
     if not -1.0 <= a.threshold <= 1.0:
         p.error("--threshold must be a cosine from -1 to 1")
     if a.anchor_k < 0 or a.k1 < 0:
         p.error("--anchor-k and --k1 must be 0 or more")
-    proto = Proto(a.rrf_k, a.weights, a.fusion, a.alpha, a.stem)
+    rule = Rule(a.fusion, tuple(a.weights))
     data_root = from_env().data_root
     cache = a.cache or os.path.join(data_root, "semantic", "vectors")
     files = {"locomo": os.path.join(a.data, LOCOMO_FILE), "swe": os.path.join(a.data, SWE_FILE)}
@@ -671,7 +595,7 @@ def main(argv: list[str]) -> int:
         return 2
     uses_model = any(m != "lexical" for m in a.modes)
     started = time.time()
-    restore = _memoize_terms(proto.stem)
+    restore = _memoize_terms()
     runs: list[Run] = []
     dump = open(a.dump, "w", encoding="utf-8") if a.dump else None
     try:
@@ -679,10 +603,10 @@ def main(argv: list[str]) -> int:
             sess, turn = load_locomo(files["locomo"], text)
             for t in (sess, turn):
                 if t.name in a.sets:
-                    runs.append(run_task(t, a.modes, a.threshold, a.sweep, cache, data_root, a.limit, proto, a.anchor_k, a.k1, a.b, model=a.model, dump=dump))
+                    runs.append(run_task(t, a.modes, a.threshold, a.sweep, cache, data_root, a.limit, rule, a.anchor_k, a.k1, a.b, model=a.model, dump=dump))
         if "swe" in a.sets:
             for text in a.text:
-                runs.append(run_task(load_swe(files["swe"], text), a.modes, a.threshold, a.sweep, cache, data_root, a.limit, proto, a.anchor_k, a.k1, a.b, model=a.model, dump=dump))
+                runs.append(run_task(load_swe(files["swe"], text), a.modes, a.threshold, a.sweep, cache, data_root, a.limit, rule, a.anchor_k, a.k1, a.b, model=a.model, dump=dump))
     except (RuntimeError, OSError, ValueError) as e:
         print("%s: %s" % (PROG, e), file=sys.stderr)
         return 1
@@ -696,7 +620,7 @@ def main(argv: list[str]) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
         "machine": "%d cores" % (os.cpu_count() or 0),
         "model": _model_name(a.model) if uses_model else "none (lexical only)",
-        "settings": "top_k %d, anchor_k %d, threshold %.2f, BM25 k1 %g b %g, MRR cutoff %d%s" % (TOP_K, a.anchor_k, a.threshold, a.k1, a.b, MRR_CUTOFF, "" if not proto.active else "; PROTOTYPE: " + proto.describe()),
+        "settings": "top_k %d, anchor_k %d, threshold %.2f, BM25 k1 %g b %g, %s, MRR cutoff %d" % (TOP_K, a.anchor_k, a.threshold, a.k1, a.b, rule.describe(), MRR_CUTOFF),
         "cache": cache if uses_model else "unused",
         "wall time": "%.0f s" % (time.time() - started),
     }

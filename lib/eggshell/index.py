@@ -7,11 +7,18 @@
 Any error in a query line is answered with {"related":[]} and explained on stderr, so a
 caller reading one reply per query never falls out of step. EOF ends it with exit 0.
 
-Modes: lexical (BM25; never loads the model), semantic (cosine of the best windows, at or
-above --threshold), hybrid (reciprocal rank fusion of the two; the default). In every mode
-the best --anchor-k matches of the query's identifier-like terms are pinned first. Ids are
-opaque: caching and ranking depend on the texts only. If the model fails, the lexical
-answer still comes back and the encoder is restarted on the next request.
+Modes: lexical (BM25 of the whole text plus BM25 of its best line; never loads the model),
+semantic (cosine of the best window, at or above --threshold), hybrid (the default): by
+default a weighted sum of the normalized scores, 0.6 whole-text BM25 + 0.1 best line +
+0.3 cosine; `--fusion rrf` gives reciprocal rank fusion (k 60) of the lexical and semantic
+rankings instead, as the reference does. With --anchor-k N (default 0) the best N matches
+of the query's identifier-like terms are pinned first in every mode. Ids are opaque:
+caching and ranking depend on the texts only. If the model fails, the lexical answer
+still comes back and the encoder is restarted on the next request.
+
+A reply may carry "scores", parallel to "related": the score each index was ranked by
+(the cosine in semantic mode). egg-query fuses by them; a provider that leaves them out
+is fused by rank.
 """
 
 from __future__ import annotations
@@ -23,14 +30,19 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Callable
 
 from . import stage
-from .rank import B, BM25, K1, anchor_ranking, rrf, select
+from .rank import B, BM25, K1, PASSAGE_DEPTH, Passages, anchor_ranking, blend, lexical_index, rrf, select
 from .terms import terms
 
 PROG = "egg-index"
 DEFAULT_TOP_K = 8
-DEFAULT_ANCHOR_K = 2
+# Pinning anchors costs swe `related` 0.04 R@5 and 0.11 MRR and gains nothing measured
+# (docs/benchmarks.md), so it is off unless asked for; the reference pins 2.
+DEFAULT_ANCHOR_K = 0
 DEFAULT_THRESHOLD = 0.30
 MODES = ("lexical", "semantic", "hybrid")
+FUSIONS = ("score", "rrf")
+# Weights of the score fusion: whole-text BM25, best-line BM25, cosine (docs/benchmarks.md).
+WEIGHTS = (0.6, 0.1, 0.3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +56,8 @@ class Settings:
     model_dir: str | None = None
     k1: float = K1  # BM25 term-frequency saturation
     b: float = B  # BM25 length normalization
+    fusion: str = "score"  # or "rrf", the reference's rule
+    weights: tuple[float, float, float] = WEIGHTS
 
 
 @dataclass
@@ -52,9 +66,10 @@ class Ranked:
 
     selected: list[int]
     lexical: list[tuple[int, float]] = field(default_factory=list)
+    passages: list[tuple[int, float]] = field(default_factory=list)  # best-line BM25
     anchors: list[tuple[int, float]] = field(default_factory=list)
     semantic: list[tuple[int, float]] = field(default_factory=list)  # thresholded
-    hybrid: list[tuple[int, float]] = field(default_factory=list)
+    fused: list[tuple[int, float]] = field(default_factory=list)  # the ranking the mode used
     timings_ms: dict[str, float] = field(default_factory=dict)
     error: str | None = None
 
@@ -66,11 +81,24 @@ def _items(x: Any) -> list[dict] | None:
 
 
 def fuse(mode: str, top_k: int, anchor_k: int, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
-         anchors: list[tuple[int, float]], n: int) -> tuple[list[int], list[tuple[int, float]]]:
-    """(selection, hybrid ranking): the one rule every caller (provider, egg-query) uses."""
-    hybrid = rrf([i for i, _ in lexical], [i for i, _ in semantic])
-    base = {"lexical": lexical, "semantic": semantic, "hybrid": hybrid}[mode]
-    return select(n, top_k, [i for i, _ in anchors[:anchor_k]], [i for i, _ in base]), hybrid
+         anchors: list[tuple[int, float]], n: int, passages: list[tuple[int, float]] = (), *, fusion: str = "score",
+         floor: float = DEFAULT_THRESHOLD, weights: tuple[float, float, float] = WEIGHTS) -> tuple[list[int], list[tuple[int, float]]]:
+    """(selection, the ranking the mode used): the one rule every caller (provider, egg-query, eval) uses.
+
+    `floor` is the least semantic score that counts (the threshold): it maps to 0 when
+    scores are normalized, so a cosine just above it adds almost nothing.
+    """
+    w_doc, w_line, w_sem = weights
+    lex = blend((w_doc, list(lexical), 0.0), (w_line, list(passages), 0.0)) if passages else list(lexical)
+    if mode == "lexical":
+        ranking = lex
+    elif mode == "semantic":
+        ranking = list(semantic)
+    elif fusion == "rrf":
+        ranking = rrf([i for i, _ in lex], [i for i, _ in semantic])
+    else:
+        ranking = blend((w_doc, list(lexical), 0.0), (w_line, list(passages), 0.0), (w_sem, list(semantic), floor))
+    return select(n, top_k, [i for i, _ in anchors[:anchor_k]], [i for i, _ in ranking]), ranking
 
 
 class Provider:
@@ -82,6 +110,7 @@ class Provider:
         self.log = log or (lambda m: stage.warn(PROG, m))
         self._semantic = None
         self._bm25: BM25 | None = None
+        self._passages: Passages | None = None
         self._bm25_texts: list[str] | None = None
 
     @property
@@ -121,9 +150,9 @@ class Provider:
         s = self.settings
         t0 = time.perf_counter()
         if s.mode == "semantic" and s.anchor_k == 0:
-            lexical, anchors = [], []  # nothing lexical can change this answer: skip the work
+            lexical, passages, anchors = [], [], []  # nothing lexical can change this answer: skip the work
         else:
-            lexical, anchors = self._lexical(query, texts)
+            lexical, passages, anchors = self._lexical(query, texts)
         t1 = time.perf_counter()
         semantic: list[tuple[int, float]] = []
         error = None
@@ -136,21 +165,23 @@ class Provider:
                 self._failed("query", e)
         t2 = time.perf_counter()
         mode = s.mode if error is None else "lexical"
-        selected, hybrid = fuse(mode, s.top_k, s.anchor_k, lexical, semantic, anchors, len(texts))
+        selected, fused = fuse(mode, s.top_k, s.anchor_k, lexical, semantic, anchors, len(texts), passages,
+                               fusion=s.fusion, floor=s.threshold, weights=s.weights)
         t3 = time.perf_counter()
         ms = lambda a, b: round((b - a) * 1000, 3)  # noqa: E731
-        return Ranked(selected, lexical, anchors, semantic, hybrid, {"lexical": ms(t0, t1), "semantic": ms(t1, t2), "fuse": ms(t2, t3), "total": ms(t0, t3)}, error)
+        return Ranked(selected, lexical, passages, anchors, semantic, fused, {"lexical": ms(t0, t1), "semantic": ms(t1, t2), "fuse": ms(t2, t3), "total": ms(t0, t3)}, error)
 
-    def _lexical(self, query: str, texts: list[str]) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-        """BM25 and anchor rankings, with the BM25 index kept while the candidates stay the same (a warm provider)."""
+    def _lexical(self, query: str, texts: list[str]):
+        """BM25, best-line and anchor rankings; the indexes are kept while the candidates stay the same (a warm provider)."""
         s = self.settings
         if self._bm25_texts != texts:
-            self._bm25 = BM25([terms(t) for t in texts], s.k1, s.b)
+            self._bm25, self._passages = lexical_index(list(texts), terms, s.k1, s.b)
             self._bm25_texts = list(texts)
         q = terms(query)
         lex = [(x.index, x.score) for x in self._bm25.search(q, len(texts))]
+        lines = self._passages.best(q, [i for i, _ in lex[:PASSAGE_DEPTH]])
         anc = [(x.index, x.score) for x in anchor_ranking(self._bm25, q, max(s.anchor_k, 0) and len(texts))]
-        return lex, anc
+        return lex, lines, anc
 
     def trace_record(self, r: Ranked, candidates: list[dict]) -> dict:
         cut = lambda xs: [[i, round(v, 6)] for i, v in xs]  # noqa: E731
@@ -161,9 +192,10 @@ class Provider:
             "candidate_count": len(candidates),
             "candidate_ids": [c.get("id") for c in candidates],
             "lexical": cut(r.lexical),
+            "passages": cut(r.passages),
             "anchors": cut(r.anchors),
             "semantic": cut(r.semantic),
-            "hybrid": cut(r.hybrid),
+            "fused": cut(r.fused),
             "selected": r.selected,
             "timings_ms": r.timings_ms,
             "error": r.error,
@@ -211,7 +243,8 @@ def run(provider: Provider, lines: IO[str], out: IO[str], trace: str | None = No
             continue
         if trace:
             append_trace(trace, provider.trace_record(r, cands), provider.log)
-        stage.write({"related": r.selected}, out)
+        score = dict(r.fused)
+        stage.write({"related": r.selected, "scores": [score.get(i, 0.0) for i in r.selected]}, out)  # full precision: egg-query must fuse exactly as in-process
     return 0
 
 
@@ -227,6 +260,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--mode", choices=MODES, default="hybrid", help="ranking mode (default %(default)s)")
     p.add_argument("--top-k", type=stage.positive_int, default=DEFAULT_TOP_K, help="most indices per reply (default %(default)s)")
     p.add_argument("--anchor-k", type=int, default=DEFAULT_ANCHOR_K, help="anchor matches pinned first (default %(default)s)")
+    p.add_argument("--fusion", choices=FUSIONS, default="score",
+                   help="hybrid rule: score (weighted normalized scores) or rrf (reciprocal rank fusion, k 60) (default %(default)s)")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help="least cosine for a semantic match (default %(default)s)")
     p.add_argument("--model", help="embedding model (default: the offline all-MiniLM-L6-v2)")
     p.add_argument("--cache", metavar="DIR", help="vector cache (default: $EGGSHELL_DATA_ROOT/semantic/vectors)")
@@ -240,6 +275,6 @@ def main(argv: list[str]) -> int:
         p.error("--threshold must be a cosine from -1 to 1")
     if a.k1 < 0 or not 0 <= a.b <= 1:
         p.error("--k1 must be 0 or more and --b from 0 to 1")
-    settings = Settings(a.mode, a.top_k, a.anchor_k, a.threshold, a.model, a.cache, k1=a.k1, b=a.b)
+    settings = Settings(a.mode, a.top_k, a.anchor_k, a.threshold, a.model, a.cache, k1=a.k1, b=a.b, fusion=a.fusion)
     provider = Provider(settings, from_env().data_root)
     return run(provider, sys.stdin, sys.stdout, a.trace)

@@ -14,8 +14,8 @@ import os
 from typing import Callable
 
 from .config import Config
-from .index import Provider, Settings
-from .query import Semantic
+from .index import DEFAULT_THRESHOLD, Provider, Settings
+from .query import Semantic, SemanticList
 
 PROVIDER_DEADLINE_S = 15.0
 
@@ -35,26 +35,37 @@ def in_process(cfg: Config, data_root: str, depth: int, log: Callable[[str], Non
     kw = {} if cfg.threshold is None else {"threshold": cfg.threshold}
     provider = Provider(Settings(mode="semantic", top_k=depth, anchor_k=0, model=cfg.model, **kw), data_root, log)
 
-    def semantic(text: str, candidates: list[dict], k: int) -> list[int] | None:
+    def semantic(text: str, candidates: list[dict], k: int) -> SemanticList | None:
         r = provider.rank(text, [c["text"] for c in candidates])
-        return None if r.error else r.selected[:k]
+        if r.error:
+            return None
+        score = dict(r.fused)
+        return SemanticList([(i, score[i]) for i in r.selected[:k]], provider.settings.threshold)
 
     semantic.provider = provider  # type: ignore[attr-defined]
     return semantic
 
 
-def child(argv: list[str], log: Callable[[str], None], deadline_s: float = PROVIDER_DEADLINE_S) -> tuple[Semantic, Callable[[], None]]:
-    """A provider program behind the protocol; returns the semantic side and a closer."""
+def child(argv: list[str], log: Callable[[str], None], deadline_s: float = PROVIDER_DEADLINE_S,
+          floor: float = DEFAULT_THRESHOLD) -> tuple[Semantic, Callable[[], None]]:
+    """A provider program behind the protocol; returns the semantic side and a closer.
+
+    `floor` is the least score the program reports (the built-in egg-index's threshold).
+    A program that sends no scores is fused by rank: the first of n scores 1, the last 1/n.
+    """
     from .provider import ProviderClient
 
     client = ProviderClient(list(argv), deadline_s=deadline_s, log=log)
 
-    def semantic(text: str, candidates: list[dict], k: int) -> list[int] | None:
+    def semantic(text: str, candidates: list[dict], k: int) -> SemanticList | None:
         r = client.query(text, candidates, k)
         if r.related is None:
             log("search provider %s failed: %s; this query is answered lexically" % (argv[0], r.error))
             return None
-        return list(r.related)
+        if r.scores is not None:
+            return SemanticList(list(zip(r.related, r.scores)), floor)
+        n = len(r.related)
+        return SemanticList([(i, (n - j) / n) for j, i in enumerate(r.related)], 0.0)
 
     return semantic, client.close
 
@@ -64,7 +75,7 @@ def choose(cfg: Config, data_root: str, bin_dir: str, depth: int, log: Callable[
     if cfg.mode == "lexical" or cfg.semantic_matcher is False:
         return None, lambda: None
     if isinstance(cfg.semantic_matcher, tuple):
-        return child(list(cfg.semantic_matcher), log)
+        return child(list(cfg.semantic_matcher), log, floor=float("inf"))  # its own scale: normalize from its lowest score
     if prefer_in_process:
         return in_process(cfg, data_root, depth, log), lambda: None
-    return child(builtin_argv(cfg, bin_dir, depth), log)
+    return child(builtin_argv(cfg, bin_dir, depth), log, floor=DEFAULT_THRESHOLD if cfg.threshold is None else cfg.threshold)

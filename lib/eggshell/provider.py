@@ -61,22 +61,35 @@ class ProviderResult:
     related: tuple[int, ...] | None  # None: the provider failed or is unavailable; fall back
     error: str | None  # why it failed; with `related` set, a note about dropped indices
     elapsed_ms: float
+    scores: tuple[float, ...] | None = None  # parallel to related, when the provider sent usable ones
 
 
-def clean_related(reply: Any, n_candidates: int, top_k: int) -> tuple[tuple[int, ...] | None, str | None]:
-    """(indices, note) from a decoded reply; (None, why) if it is not a reply at all.
+def _finite(x: Any) -> bool:
+    return type(x) in (int, float) and x == x and abs(x) != float("inf")
+
+
+def clean_related(reply: Any, n_candidates: int, top_k: int) -> tuple[tuple[int, ...] | None, str | None, tuple[float, ...] | None]:
+    """(indices, note, scores) from a decoded reply; (None, why, None) if it is not a reply at all.
 
     Entries are filtered rather than the reply failed because a provider that gets one
-    index wrong is still in step and its other indices are still its best guess."""
+    index wrong is still in step and its other indices are still its best guess. Scores
+    are optional: used only when every one is a finite number and they pair one to one
+    with `related`; otherwise the caller fuses by rank."""
     if not isinstance(reply, dict) or not isinstance(reply.get("related"), list):
-        return None, 'reply is not {"related":[...]}'
-    seen: dict[int, None] = {}
-    for i in reply["related"]:
-        if type(i) is int and 0 <= i < n_candidates:
-            seen.setdefault(i, None)
+        return None, 'reply is not {"related":[...]}', None
+    raw = reply["related"]
+    sc = reply.get("scores")
+    paired = isinstance(sc, list) and len(sc) == len(raw) and all(_finite(x) for x in sc)
+    seen: dict[int, float] = {}
+    for n, i in enumerate(raw):
+        if type(i) is int and 0 <= i < n_candidates and i not in seen:
+            seen[i] = float(sc[n]) if paired else 0.0
     kept = tuple(seen)[: max(top_k, 0)]
-    dropped = len(reply["related"]) - len(seen)
-    return kept, ("dropped %d invalid or repeated indices" % dropped if dropped else None)
+    dropped = len(raw) - len(seen)
+    notes = ["dropped %d invalid or repeated indices" % dropped] if dropped else []
+    if sc is not None and not paired:
+        notes.append("ignored \"scores\" (not one finite number per index)")
+    return kept, ("; ".join(notes) or None), (tuple(seen[i] for i in kept) if paired else None)
 
 
 def _encode(obj: Any) -> bytes:
@@ -145,8 +158,8 @@ class ProviderClient:
         t0 = time.monotonic()
         deadline = t0 + self.deadline_s
 
-        def done(related: tuple[int, ...] | None, error: str | None) -> ProviderResult:
-            return ProviderResult(related, error, (time.monotonic() - t0) * 1000.0)
+        def done(related: tuple[int, ...] | None, error: str | None, scores: tuple[float, ...] | None = None) -> ProviderResult:
+            return ProviderResult(related, error, (time.monotonic() - t0) * 1000.0, scores)
 
         try:
             line = _encode({"query": {"id": query_id, "text": text}, "candidates": candidates})
@@ -164,7 +177,7 @@ class ProviderClient:
                 raise _Failure("reply is not JSON (%s): %.120r" % (e, raw)) from None
             if isinstance(reply, dict) and "id" in reply and reply["id"] != query_id:
                 raise _Failure("reply id %.60r is not the query's %.60r (out of step)" % (reply["id"], query_id))
-            related, note = clean_related(reply, len(candidates), top_k)
+            related, note, scores = clean_related(reply, len(candidates), top_k)
             if related is None:
                 raise _Failure("%s: %.120r" % (note, raw))
         except _Failure as e:
@@ -173,7 +186,7 @@ class ProviderClient:
         except BaseException:
             self._kill()  # interrupted with a query outstanding: its reply would answer the next one
             raise
-        return done(related, note)
+        return done(related, note, scores)
 
     # -- the child ----------------------------------------------------------------
 

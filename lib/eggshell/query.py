@@ -1,21 +1,22 @@
 """egg-query: find the prior turns relevant to a request, across `.egg` stores.
 
 Candidates are recorded turns (see records.py). egg-query ranks them lexically itself
-(BM25, with a floor on how much of the query a turn must cover) and asks a search
-provider for the semantic side; hybrid fuses the two by reciprocal rank fusion, and
-the best matches of identifier-like query terms are pinned first. A provider that
-fails is ignored for that query: the answer is then lexical. Each query line gets
-exactly one hits line, in input order.
+(BM25 of the whole text and of its best line, with a floor on how much of the query a
+turn must cover) and asks a search provider for the semantic side; hybrid fuses the
+two by `index.fuse`, the same rule egg-index applies. A provider that fails is ignored
+for that query: the answer is then lexical. Each query line gets exactly one hits
+line, in input order.
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import asdict, dataclass
-from typing import IO, Callable, Iterable
+from typing import IO, Callable, Iterable, NamedTuple
 
 from . import stage
-from .rank import B, BM25, K1, anchor_ranking
+from .index import DEFAULT_ANCHOR_K, fuse
+from .rank import B, BM25, K1, PASSAGE_DEPTH, Passages, anchor_ranking, lexical_index
 from .records import TurnView, searchable_text, turn_views
 from .store import EggError, Store
 from .terms import terms
@@ -23,12 +24,19 @@ from .terms import terms
 PROG = "egg-query"
 DEFAULT_TOP_K = 8
 DEFAULT_MIN_COVERAGE = 0.2
-DEFAULT_ANCHOR_K = 2
 MODES = ("lexical", "semantic", "hybrid")
 
-# The semantic side: (query, candidates [{"id","text"}], how many) -> indices best first,
-# or None when the provider failed (the query then goes on lexically).
-Semantic = Callable[[str, list[dict], int], "list[int] | None"]
+
+class SemanticList(NamedTuple):
+    """A semantic ranking: (index, score) best first, and the least score that counts."""
+
+    ranked: list[tuple[int, float]]
+    floor: float
+
+
+# The semantic side: (query, candidates [{"id","text"}], how many) -> SemanticList, or
+# None when the provider failed (the query then goes on lexically).
+Semantic = Callable[[str, list[dict], int], "SemanticList | None"]
 
 
 def semantic_depth(top_k: int) -> int:
@@ -67,6 +75,7 @@ class Searcher:
         self.by_id: dict[str, TurnView] = {}
         self.candidates: list[dict] = []
         self._bm25: BM25 | None = None
+        self._passages: Passages | None = None
 
     def _refresh(self) -> None:
         for s in self.stores:
@@ -81,13 +90,11 @@ class Searcher:
         self.views = list(views.values())
         self.by_id = views
         self.candidates = [{"id": v.id, "text": searchable_text(v)} for v in self.views]
-        self._bm25 = BM25([terms(c["text"]) for c in self.candidates], self.k1, self.b)
+        self._bm25, self._passages = lexical_index([c["text"] for c in self.candidates], terms, self.k1, self.b)
         self._stamp = stamp
 
     def search(self, text: str, top_k: int = DEFAULT_TOP_K, min_coverage: float = DEFAULT_MIN_COVERAGE) -> list[Hit]:
         import time
-
-        from .index import fuse
 
         t0 = time.perf_counter()
         self._refresh()
@@ -96,23 +103,26 @@ class Searcher:
         q = terms(text)
         n = len(self.views)
         lexical = [(s.index, s.score) for s in self._bm25.search(q, n, min_coverage)]
+        passages = self._passages.best(q, [i for i, _ in lexical[:PASSAGE_DEPTH]])
         anchors = [(s.index, s.score) for s in anchor_ranking(self._bm25, q, self.anchor_k)]
         t2 = time.perf_counter()
         semantic: list[tuple[int, float]] = []
+        floor = 0.0
         mode = self.mode
         if mode != "lexical":
-            related = self.semantic(text, self.candidates, semantic_depth(top_k)) if (self.semantic and n) else None
-            if related is None:
+            got = self.semantic(text, self.candidates, semantic_depth(top_k)) if (self.semantic and n) else None
+            if got is None:
                 mode = "lexical"  # no provider, or it failed: answer lexically
             else:
+                floor = got.floor
                 seen: set[int] = set()
-                for i in related:
+                for i, v in got.ranked:
                     if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n and i not in seen:
                         seen.add(i)
-                        semantic.append((i, 1.0 / (len(semantic) + 1)))
+                        semantic.append((i, float(v)))
         t3 = time.perf_counter()
-        selected, hybrid = fuse(mode, top_k, self.anchor_k, lexical, semantic, anchors, n)
-        score = dict({"lexical": lexical, "semantic": semantic, "hybrid": hybrid}[mode])
+        selected, fused = fuse(mode, top_k, self.anchor_k, lexical, semantic, anchors, n, passages, floor=floor)
+        score = dict(fused)
         hits = []
         for rank, i in enumerate(selected, 1):
             v = self.views[i]
@@ -127,7 +137,8 @@ class Searcher:
                 "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "mode": self.mode, "answered_as": mode, "model": self.model,
                 "candidate_count": n, "candidate_ids": [v.id for v in self.views],
-                "lexical": cut(lexical), "anchors": cut(anchors), "semantic": cut(semantic), "hybrid": cut(hybrid),
+                "lexical": cut(lexical), "passages": cut(passages), "anchors": cut(anchors), "semantic": cut(semantic),
+                "fused": cut(fused),
                 "selected": selected,
                 "timings_ms": {"load": ms(t0, t1), "lexical": ms(t1, t2), "semantic": ms(t2, t3), "fuse": ms(t3, t4), "total": ms(t0, t4)},
             }, lambda m: stage.warn(PROG, m))

@@ -63,6 +63,97 @@ class BM25:
         return out[:top_k]
 
 
+PASSAGE_DEPTH = 100  # documents whose lines are scored: the best by whole-document BM25
+PASSAGE_CACHE = 4096  # documents whose line terms a warm index keeps
+
+
+class Passages:
+    """BM25 of each document's best line, with line-level statistics.
+
+    A long record (a session, a turn with tool output) can hold the one line that answers
+    a query while its other lines dilute whole-document BM25; the best line's score
+    restores that signal. Only line document frequencies are kept for every line; the
+    line postings themselves are built for the few documents a query asks about (and
+    memoized), so a warm index of 10k records does not hold 300k Counters.
+    """
+
+    def __init__(self, texts: list[str], tokenize, k1: float = K1, b: float = B, line_terms=None):
+        self.texts = texts
+        self.tokenize = tokenize
+        self.k1, self.b = k1, b
+        df: Counter[str] = Counter()
+        n = total = 0
+        for lines in line_terms if line_terms is not None else ([tokenize(x) for x in _lines(t)] for t in texts):
+            for ts in lines:
+                if ts:
+                    n += 1
+                    total += len(ts)
+                    df.update(set(ts))
+        self.df, self.n = df, n
+        self.avgdl = total / n if n else 0.0
+        self._lines: dict[int, tuple[list[int], dict[str, list[tuple[int, int]]]]] = {}
+
+    def _line_index(self, i: int) -> tuple[list[int], dict[str, list[tuple[int, int]]]]:
+        """(line lengths, term -> [(line, tf)]) of one document, memoized."""
+        got = self._lines.get(i)
+        if got is None:
+            lens: list[int] = []
+            post: dict[str, list[tuple[int, int]]] = {}
+            for ts in (self.tokenize(x) for x in _lines(self.texts[i])):
+                if not ts:
+                    continue
+                for t, f in Counter(ts).items():
+                    post.setdefault(t, []).append((len(lens), f))
+                lens.append(len(ts))
+            got = (lens, post)
+            if len(self._lines) >= PASSAGE_CACHE:
+                self._lines.pop(next(iter(self._lines)))
+            self._lines[i] = got
+        return got
+
+    def best(self, query: list[str], docs: list[int]) -> list[tuple[int, float]]:
+        """(document, best line score) for these documents, best first; zero scores left out.
+
+        Work is proportional to the query terms' occurrences in these documents, not to
+        their number of lines times the query's length (an issue text has 100 terms).
+        """
+        q = [t for t in dict.fromkeys(query) if t in self.df]
+        if not q:
+            return []
+        idf = {t: math.log(1.0 + (self.n - self.df[t] + 0.5) / (self.df[t] + 0.5)) for t in q}
+        k1, b, avgdl = self.k1, self.b, (self.avgdl or 1.0)
+        out = []
+        for i in docs:
+            lens, post = self._line_index(i)
+            line: dict[int, float] = {}
+            for t in q:
+                hits = post.get(t)
+                if hits:
+                    w = idf[t] * (k1 + 1)
+                    for n, f in hits:
+                        line[n] = line.get(n, 0.0) + w * f / (f + k1 * (1 - b + b * lens[n] / avgdl))
+            if line:
+                top = max(line.values())
+                if top > 0:
+                    out.append((i, top))
+        out.sort(key=lambda x: (-x[1], x[0]))
+        return out
+
+
+def _lines(text: str) -> list[str]:
+    return [x for x in text.split("\n") if x.strip()]
+
+
+def lexical_index(texts: list[str], tokenize, k1: float = K1, b: float = B) -> tuple[BM25, Passages]:
+    """Whole-text BM25 and best-line BM25 from one tokenization of each line.
+
+    A term never spans a newline, so a text's terms are its lines' terms in order.
+    """
+    per_doc = [[tokenize(x) for x in _lines(t)] for t in texts]
+    bm25 = BM25([[t for ts in lines for t in ts] for lines in per_doc], k1, b)
+    return bm25, Passages(texts, tokenize, k1, b, per_doc)
+
+
 def is_anchor(term: str) -> bool:
     """A term that names one thing exactly: an identifier, path, version or hash.
 
@@ -101,6 +192,26 @@ def rrf(*rankings: list[int], k: int = RRF_K) -> list[tuple[int, float]]:
                 first[i] = pos
                 pos += 1
     return sorted(score.items(), key=lambda kv: (-kv[1], first[kv[0]]))
+
+
+def blend(*parts: tuple[float, list[tuple[int, float]], float]) -> list[tuple[int, float]]:
+    """Weighted sum of normalized scores, best first (ties: lower index).
+
+    Each part is (weight, [(index, score)], floor): a score becomes (s - floor) / (best -
+    floor), so the best of each list counts 1 and the floor 0. Unlike rank fusion this
+    keeps margins: a weak second ranker cannot outvote a decisive first one. A list
+    missing an index contributes 0 for it, so a truncated list changes little.
+    """
+    fused: dict[int, float] = {}
+    for weight, xs, floor in parts:
+        if not xs or weight == 0:
+            continue
+        hi = max(v for _, v in xs)
+        lo = min(floor, min(v for _, v in xs))
+        span = (hi - lo) or 1.0
+        for i, v in xs:
+            fused[i] = fused.get(i, 0.0) + weight * ((v - lo) / span)
+    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def select(n: int, top_k: int, anchors: list[int], ranking: list[int]) -> list[int]:

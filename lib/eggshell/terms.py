@@ -5,7 +5,9 @@ accented Latin, Greek, Cyrillic and Hangul survive); Han and kana runs become
 character bigrams, since they are written without spaces. Identifiers such as
 `late_fee`, `parseConfig`, `src/app.py` or `a.b.c` are kept whole and also split
 into their parts, so either spelling finds them. Trailing sentence punctuation is
-not part of a term.
+not part of a term. Plain English words (and identifier parts) are Snowball-stemmed, so
+"parsing", "parses" and "parse" meet; whole identifiers stay exact. Stemming is what
+lifted LoCoMo recall most among the lexical changes measured (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+
+from py_rust_stemmers import SnowballStemmer  # installed with fastembed
 
 # Letters, digits, marks and the joiners that make identifiers: _ . / : - @ #
 _RAW = re.compile(r"[\w\u0300-\u036f.:/@#-]+")
@@ -29,6 +33,14 @@ STOPWORDS = frozenset(
     this those through to too under until up us very via was we were what when where which while who whom
     why will with would you your yours yourself yourselves""".split()
 )
+
+
+_STEM = SnowballStemmer("english").stem_word
+
+
+def _word(w: str) -> str:
+    """A plain word as a term: ASCII letters are stemmed (the stemmer is English), others kept."""
+    return _STEM(w) if w.isascii() and w.isalpha() else w
 
 
 def _fold(text: str) -> str:
@@ -73,16 +85,16 @@ def _bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
+def terms(text: str, *, keep_stopwords: bool = False, stem: bool = True) -> list[str]:
     """The terms of a text, in order, with repeats (term frequency matters)."""
     out: list[str] = []
     for m in _RAW.finditer(_fold(text)):
-        out.extend(_token_terms(m.group(), keep_stopwords))
+        out.extend(_token_terms(m.group(), keep_stopwords, stem))
     return out
 
 
 @functools.lru_cache(maxsize=1 << 17)
-def _token_terms(raw: str, keep_stopwords: bool) -> tuple[str, ...]:
+def _token_terms(raw: str, keep_stopwords: bool, stem: bool = True) -> tuple[str, ...]:
     """The terms of one raw token; memoized, since code and logs repeat tokens endlessly."""
     tok = raw.strip(_JOINERS)
     if not tok:
@@ -93,11 +105,11 @@ def _token_terms(raw: str, keep_stopwords: bool) -> tuple[str, ...]:
         pos = 0
         for cm in _CJK.finditer(tok):
             if cm.start() > pos:
-                out.extend(terms(tok[pos : cm.start()], keep_stopwords=keep_stopwords))
+                out.extend(terms(tok[pos : cm.start()], keep_stopwords=keep_stopwords, stem=stem))
             out.extend(_bigrams(cm.group()))
             pos = cm.end()
         if pos < len(tok):
-            out.extend(terms(tok[pos:], keep_stopwords=keep_stopwords))
+            out.extend(terms(tok[pos:], keep_stopwords=keep_stopwords, stem=stem))
         return tuple(out)
     whole = tok.casefold()
     if _is_identifier(tok):
@@ -109,8 +121,8 @@ def _token_terms(raw: str, keep_stopwords: bool) -> tuple[str, ...]:
             for p in parts:
                 p = p.casefold()
                 if p and p != whole and (keep_stopwords or p not in STOPWORDS) and (len(p) > 1 or p.isdigit()):
-                    out.append(p)
+                    out.append(_word(p) if stem else p)
         return tuple(out)
     if keep_stopwords or whole not in STOPWORDS:
-        out.append(whole)
+        out.append(_word(whole) if stem else whole)
     return tuple(out)

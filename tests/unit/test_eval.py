@@ -202,14 +202,14 @@ def test_limit_keeps_the_first_n_queries_of_each_set(data):
     assert [c.group for c in run.cases] == ["related", "crossagent"]
 
 
-def test_prototype_options_change_only_what_they_name(data):
+def test_fusion_options_are_product_settings_checked_against_the_provider(data):
     task = ev.load_swe(str(data / ev.SWE_FILE), "full")
     base = ev.run_task(task, ["lexical"], 0.3, (), cache="/x", data_root=None)
-    same = ev.run_task(task, ["lexical"], 0.3, (), cache="/x", data_root=None, proto=ev.Proto(rrf_k=10, fusion="minmax"))
-    assert same.rankings == base.rankings  # hybrid-only prototypes leave lexical alone
-    assert same.checked == 0  # a prototype is not the product: nothing to check against
-    assert ev.weighted_rrf([[1, 2], [2, 3]], [1.0, 1.0], 60) == [i for i, _ in index.rrf([1, 2], [2, 3])]
-    assert ev.weighted_rrf([[1, 2], [2, 1]], [1.0, 2.0], 60) == [2, 1]
+    rrf = ev.run_task(task, ["lexical"], 0.3, (), cache="/x", data_root=None, rule=ev.Rule("rrf"), anchor_k=2)
+    assert rrf.rankings == base.rankings  # the hybrid rule leaves lexical alone
+    assert rrf.checked == 2 and rrf.mismatches == 0  # and the reference's rule is still the provider's
+    heavy = ev.run_task(task, ["lexical"], 0.3, (), cache="/x", data_root=None, rule=ev.Rule("score", (1.0, 0.0, 0.0)))
+    assert heavy.checked == 2 and heavy.mismatches == 0
 
 
 def test_product_settings_go_through_the_provider(data):
@@ -236,29 +236,17 @@ def test_main_reports_missing_data(tmp_path, capsys):
 
 def test_bad_options_are_usage_errors(data):
     for argv in (["--sets", "nope"], ["--modes", "lexical,x"], ["--text", "prompt,bad"], ["--threshold", "2"], ["--weights", "1"],
-                 ["--anchor-k", "-1"], ["--b", "1.5"], ["--fusion", "max"], ["--alpha", "2"]):
+                 ["--anchor-k", "-1"], ["--b", "1.5"], ["--fusion", "max"], ["--weights", "1,2"]):
         with pytest.raises(SystemExit) as e:
             ev.main([str(data), *argv])
         assert e.value.code == 2
 
 
-def test_score_fusion_mixes_normalized_scores():
-    lex = [(0, 10.0), (1, 5.0), (2, 0.0)]
-    sem = [(2, 0.9), (1, 0.8), (3, 0.3)]
-    # minmax: lex 0->1, 1->.5, 2->0; sem 2->1, 1->.8333, 3->0
-    assert ev.score_fusion(lex, sem, "minmax", 0.5) == [1, 0, 2, 3]
-    assert ev.score_fusion(lex, sem, "minmax", 1.0)[:2] == [0, 1]
-    assert ev.score_fusion(lex, sem, "minmax", 0.0)[:2] == [2, 1]
-    # maxnorm: lex 0->1, 1->.5, 2->0; sem 2->1, 1->.889, 3->.333
-    assert ev.score_fusion(lex, sem, "maxnorm", 0.5) == [1, 0, 2, 3]
-    assert ev.score_fusion([], [], "minmax", 0.5) == []
-    assert ev.score_fusion([(4, 2.0), (5, 2.0)], [], "minmax", 0.6) == [4, 5]  # ties: lower index
-
-
-def test_stem_prototype_stems_words_but_not_identifiers(data):
-    restore = ev._memoize_terms(stem=True)
+def test_terms_are_memoized_and_stemmed_as_the_product_does(data):
+    restore = ev._memoize_terms()
     try:
         assert list(index.terms("adopted puppies late_fee")) == ["adopt", "puppi", "late_fee", "late", "fee"]
+        assert index.terms("adopted") is index.terms("adopted")  # one tokenization per text
     finally:
         restore()
-    assert index.terms("adopted") == ["adopted"]
+    assert index.terms("adopted") == ["adopt"]

@@ -324,8 +324,24 @@ def test_clean_related(reply, n, k, want):
 
 @pytest.mark.parametrize("reply", [[0], {"related": "0"}, {"related": None}, {}, None, 0, "x"])
 def test_clean_related_refuses_what_is_not_a_reply(reply):
-    related, why = clean_related(reply, 3, 8)
-    assert related is None and why
+    related, why, scores = clean_related(reply, 3, 8)
+    assert related is None and why and scores is None
+
+
+@pytest.mark.parametrize("reply, want_related, want_scores", [
+    ({"related": [2, 0], "scores": [0.9, 0.5]}, (2, 0), (0.9, 0.5)),
+    ({"related": [2, 9, 0], "scores": [0.9, 0.7, 0.5]}, (2, 0), (0.9, 0.5)),  # a dropped index drops its score
+    ({"related": [2, 0], "scores": [0.9]}, (2, 0), None),  # not one per index: fused by rank
+    ({"related": [2, 0], "scores": [0.9, "x"]}, (2, 0), None),
+    ({"related": [2, 0], "scores": [0.9, float("nan")]}, (2, 0), None),
+    ({"related": [2, 0], "scores": [True, 0.1]}, (2, 0), None),
+    ({"related": [2, 0]}, (2, 0), None),
+])
+def test_clean_related_keeps_scores_only_when_they_pair_with_the_indices(reply, want_related, want_scores):
+    related, note, scores = clean_related(reply, 3, 8)
+    assert related == want_related and scores == want_scores
+    if "scores" in reply and want_scores is None:
+        assert "scores" in note
 
 
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])

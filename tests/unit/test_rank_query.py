@@ -347,3 +347,82 @@ def test_fixture_store_holds_the_four_turns(one_store):
     assert sorted(v.turn for v in turn_views(one_store.graph)) == sorted(
         r["turn"] for r in (LATE_FEE, FRONTEND, DOCKER, LATE_FEE_TESTS)
     )
+
+
+# -- fusion: one rule for egg-index and egg-query (index.fuse) ---------------------------------
+
+from eggshell import index  # noqa: E402
+from eggshell.rank import Passages, blend  # noqa: E402
+from eggshell.terms import terms  # noqa: E402
+
+
+def test_blend_normalizes_each_list_from_its_floor_to_its_best():
+    lex = [(0, 10.0), (1, 5.0)]
+    sem = [(1, 0.8), (2, 0.55), (3, 0.3)]
+    # lex: 0 -> 1, 1 -> .5 (floor 0); sem with floor .3: 1 -> 1, 2 -> .5, 3 -> 0
+    got = dict(blend((0.7, lex, 0.0), (0.3, sem, 0.3)))
+    assert got == pytest.approx({0: 0.7, 1: 0.35 + 0.3, 2: 0.15, 3: 0.0})
+    assert [i for i, _ in blend((0.7, lex, 0.0), (0.3, sem, 0.3))] == [0, 1, 2, 3]
+    # a margin counts: a decisive lexical winner is not outvoted by a weak semantic second
+    assert blend((0.7, [(0, 9.0), (1, 1.0)], 0.0), (0.3, [(1, 0.9), (0, 0.85)], 0.3))[0][0] == 0
+    assert blend() == [] and blend((1.0, [], 0.0)) == []
+    assert [i for i, _ in blend((1.0, [(4, 2.0), (5, 2.0)], 0.0))] == [4, 5]  # ties: lower index
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.floats(0, 50)), max_size=15, unique_by=lambda x: x[0]),
+       st.lists(st.tuples(st.integers(0, 20), st.floats(0.3, 1)), max_size=15, unique_by=lambda x: x[0]))
+def test_blend_scores_lie_between_0_and_the_sum_of_weights(lex, sem):
+    out = blend((0.55, lex, 0.0), (0.3, sem, 0.3))
+    assert {i for i, _ in out} == {i for i, _ in lex} | {i for i, _ in sem}
+    assert all(-1e-9 <= v <= 0.85 + 1e-9 for _, v in out)
+    assert [v for _, v in out] == sorted((v for _, v in out), reverse=True)
+
+
+def test_fuse_modes_and_the_reference_rule():
+    lex, lines, sem = [(0, 8.0), (1, 6.0)], [(1, 5.0), (0, 1.0)], [(2, 0.9), (1, 0.6)]
+    sel, ranking = index.fuse("lexical", 8, 0, lex, sem, [], 3, lines)
+    w = index.WEIGHTS
+    assert sel == [0, 1] and ranking == blend((w[0], lex, 0.0), (w[1], lines, 0.0))
+    assert index.fuse("semantic", 8, 0, lex, sem, [], 3, lines)[0] == [2, 1]
+    hybrid = index.fuse("hybrid", 8, 0, lex, sem, [], 3, lines)[0]
+    assert hybrid == [1, 0, 2]  # in both lists, with the best line: 1 wins
+    assert index.fuse("hybrid", 8, 0, lex, sem, [], 3, lines, fusion="rrf")[0] == [i for i, _ in index.rrf([0, 1], [2, 1])]
+    assert index.fuse("hybrid", 8, 1, lex, sem, [(2, 1.0)], 3, lines)[0][0] == 2  # anchors are pinned when asked
+
+
+def test_the_best_line_of_a_long_record_is_found():
+    texts = ["generic notes about the weather\n" * 40 + "the late fee is rounded half up in billing.py",
+             "late fee", "billing overview\nrounding rules for invoices"]
+    p = Passages(texts, terms)
+    q = terms("is the late fee rounded half up")
+    best = dict(p.best(q, [0, 1, 2]))
+    assert best[0] > best[1] > 0  # the long record's one line holds every query word
+    assert 2 in best and best[2] < best[0]
+    assert p.best(terms("nothing matches"), [0, 1, 2]) == [] and p.best(q, []) == []
+    # the lexical ranking puts the long record's answering line above the short partial match
+    r = index.Provider(index.Settings(mode="lexical")).rank("is the late fee rounded half up", texts)
+    assert r.passages[0][0] == 0
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+def test_egg_query_and_egg_index_rank_alike(one_store, egg, mode):
+    """egg-query (its own BM25, the provider's semantic list with scores) and egg-index's
+    own hybrid are the same rule over the same candidates."""
+    from eggshell import config, matcher
+
+    sem = matcher.in_process(config.Config(), str(egg) + ".data", query.semantic_depth(8), print) if mode == "hybrid" else None
+    s = query.Searcher([one_store], mode, sem)
+    for text in ["how is the late_fee calculated", "docker build fails", "frontend tests", "rounding"]:
+        hits = s.search(text, 8, 0.0)
+        p = index.Provider(index.Settings(mode=mode, top_k=8, cache_dir=str(egg) + ".data/semantic/vectors"))
+        ranked = p.rank(text, [c["text"] for c in s.candidates])
+        assert [h.id for h in hits] == [s.candidates[i]["id"] for i in ranked.selected], text
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=80))
+def test_a_texts_terms_are_its_lines_terms_in_order(text):
+    """lexical_index tokenizes each line once and joins them into the document."""
+    from eggshell.rank import lexical_index
+
+    bm25, _ = lexical_index([text], terms)
+    assert sorted(bm25.tfs[0].elements()) == sorted(terms(text)) and bm25.lens[0] == len(terms(text))

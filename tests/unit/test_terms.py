@@ -3,7 +3,10 @@
 Requirements: NFKC + casefold; Unicode words kept (accented Latin, Greek, Cyrillic,
 Hangul); CJK/kana runs become character bigrams; identifiers kept whole and split into
 their parts (snake_case, camelCase, paths, a.b.c); trailing sentence punctuation is not
-part of a term; stopwords dropped.
+part of a term; stopwords dropped; plain English words stemmed, identifiers kept whole.
+
+The structural tests read terms without stemming (`terms` below), so each expected list
+shows the tokenizer's decisions; the stemming tests at the end use the product's terms.
 """
 
 from __future__ import annotations
@@ -14,7 +17,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eggshell.terms import STOPWORDS, terms
+from eggshell.terms import STOPWORDS
+from eggshell.terms import terms as product_terms
+
+
+def terms(text: str, **kw) -> list[str]:
+    return product_terms(text, stem=False, **kw)
+
 
 # -- normalization -------------------------------------------------------------------
 
@@ -211,3 +220,29 @@ def test_repeats_are_kept_for_term_frequency():
 def test_empty_and_symbol_only_text():
     assert terms("") == []
     assert terms("  \n\t ... --- /// !!! ") == []
+
+
+# -- stemming ------------------------------------------------------------------------
+
+
+def test_inflections_of_an_english_word_meet():
+    assert product_terms("parsing") == product_terms("parses") == product_terms("parse") == product_terms("parsed")
+    assert product_terms("Where is the late fee computed?") == ["late", "fee", "comput"]
+
+
+def test_identifiers_stay_whole_and_only_their_plain_parts_are_stemmed():
+    got = product_terms("parse_configs")
+    assert got[0] == "parse_configs"  # the exact spelling still matches exactly
+    assert "config" in got and "pars" in got
+    assert product_terms("src/billing.py")[0] == "src/billing.py"
+    assert product_terms("v2.1.0") == terms("v2.1.0")
+
+
+def test_non_ascii_words_are_not_run_through_the_english_stemmer():
+    for w in ["caf\u00e9s", "\u03c3\u03c9\u03ba\u03c1\u03b1\u03c4\u03b7\u03c2", "\u0434\u0430\u043d\u043d\u044b\u0435", "\u6771\u4eac\u90fd"]:
+        assert product_terms(w) == terms(w)
+
+
+@given(st.text(max_size=60))
+def test_stemming_changes_terms_but_never_their_number(text):
+    assert len(product_terms(text)) == len(terms(text))
