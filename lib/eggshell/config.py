@@ -34,6 +34,7 @@ class Config:
     threshold: float | None = None  # None: the provider's default
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
+    local_union: bool = True  # false: reuse is advisory retrieval only (no completed work, no denied calls)
     project_root: str | None = None
     sources: tuple[str, ...] = field(default=())  # the files that were read, in order
 
@@ -61,6 +62,7 @@ _KEYS: dict[str, tuple[type | tuple[type, ...], str, bool]] = {
     "bm25_k1": ((int, float), "a number from 0 to 10", True),
     "bm25_b": ((int, float), "a number from 0 to 1", True),
     "enabled": (bool, "true or false", True),
+    "local_union": (bool, "true or false", True),
     "egg": (str, "a path string", False),
     "read": (list, "a list of path strings", False),
     "handoff_chars": (int, "an integer from 200 to 48000", True),

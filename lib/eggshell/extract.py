@@ -1,8 +1,13 @@
-"""egg-extract: turn egg-query's hits into a handoff text within a budget.
+"""egg-extract: the reuse engine as a filter: hits in, a handoff within a budget out.
 
-Reads hits lines (as egg-query writes them), looks the hit ids up in the stores, and
-writes one `{"handoff":{"text":...,"keys":[...],"omitted":[...]}}` line per input
-line. No hits, or nothing that fits, gives an empty text.
+Reads hits lines (as egg-query writes them), hands the hit turns (and their tool calls
+that share terms with the request) to the reuse engine as retrieval nominations, runs
+intrinsic matching of the request against every stored Work, and writes one
+`{"handoff":{"text","keys","omitted","deny","covered"}}` line per input line. A query
+may also be a proposed tool call, `{"query":{"tool":{"name":...,"input":...}}}`: then
+`deny` says whether completed prior work covers it (what the PreToolUse hook enforces).
+No match, or nothing that fits, gives an empty text. The stage keeps no chat state: it
+answers as for a new chat.
 """
 
 from __future__ import annotations
@@ -11,45 +16,65 @@ import sys
 from typing import IO
 
 from . import stage
-from .handoff import DEFAULT_BUDGET, Handoff, render
+from .handoff import DEFAULT_BUDGET, PlanHandoff
 from .query import Searcher, query_text
 from .store import EggError, Store
 
 PROG = "egg-extract"
 
 
-def extract(searcher: Searcher, request: str, hit_ids: list[str], budget: int = DEFAULT_BUDGET) -> Handoff:
-    """The handoff for hits already ranked (the in-process form of egg-extract)."""
+def extract(searcher: Searcher, request: str, hit_ids: list[str], budget: int = DEFAULT_BUDGET,
+            tool: dict | None = None) -> PlanHandoff:
+    """The handoff for hits already ranked (the in-process form of egg-extract, and the hook's)."""
+    from .engine import handoff, workspace
+    from .handoff import relevant_tools
+    from .intrinsic import canonical_tool_work
+    from .records import command_of
+
     searcher._refresh()
+    ws = workspace(s.graph for s in searcher.stores)
+    if tool is not None:
+        work = canonical_tool_work(tool["name"], tool.get("input"))
+        return handoff(ws, work, command_of(work), budget=budget, enforce=True)
     views = [searcher.by_id[i] for i in dict.fromkeys(hit_ids) if i in searcher.by_id]
-    return render(request, views, budget)
+    retrieved = [i for v in views for i in (v.id, *(t.id for t in relevant_tools(v, request)))]
+    return handoff(ws, request, request, retrieved=retrieved, budget=budget)
 
 
-def as_record(h: Handoff) -> dict:
-    return {"handoff": {"text": h.text, "keys": list(h.keys), "omitted": list(h.omitted)}}
+def as_record(h: PlanHandoff) -> dict:
+    return {"handoff": {"text": h.text, "keys": list(h.keys), "omitted": list(h.omitted), "deny": h.deny, "covered": list(h.covered)}}
+
+
+def _tool(obj) -> dict | None:
+    q = obj.get("query") if isinstance(obj, dict) else None
+    t = q.get("tool") if isinstance(q, dict) else None
+    return t if isinstance(t, dict) and isinstance(t.get("name"), str) and t["name"] else None
 
 
 def run(searcher: Searcher, lines: IO[str], out: IO[str], budget: int, name: str = "<stdin>") -> int:
     bad = 0
     for n, obj in stage.read_ndjson(lines, name):
-        hits = obj.get("hits") if isinstance(obj, dict) else None
+        tool = _tool(obj)
+        hits = obj.get("hits", [] if tool else None) if isinstance(obj, dict) else None
         request = query_text(obj) if isinstance(obj, dict) else None
-        if not isinstance(hits, list) or request is None or not all(isinstance(h, dict) and isinstance(h.get("id"), str) for h in hits):
-            msg = str(obj) if isinstance(obj, stage.InputError) else '%s:%d: expected {"query":{"text":...},"hits":[{"id":...},...]}' % (name, n)
+        if not isinstance(hits, list) or (request is None and tool is None) or not all(isinstance(h, dict) and isinstance(h.get("id"), str) for h in hits):
+            msg = str(obj) if isinstance(obj, stage.InputError) else (
+                '%s:%d: expected {"query":{"text":...},"hits":[{"id":...},...]} or {"query":{"tool":{"name":...,"input":...}}}' % (name, n))
             stage.warn(PROG, msg)
-            stage.write({"handoff": {"text": "", "keys": [], "omitted": []}, "error": msg}, out)
+            stage.write({"handoff": {"text": "", "keys": [], "omitted": [], "deny": False, "covered": []}, "error": msg}, out)
             bad += 1
             continue
-        stage.write(as_record(extract(searcher, request, [h["id"] for h in hits], budget)), out)
+        stage.write(as_record(extract(searcher, request or "", [h["id"] for h in hits], budget, tool)), out)
     return bad
 
 
 def main(argv: list[str]) -> int:
     p = stage.parser(
         PROG,
-        "Render egg-query hits as a handoff: prior requests, outcomes and tool evidence, within a budget.",
+        "Hand prior work over: run the reuse engine on each request (or proposed tool call) and render it within a budget.",
         epilog="""input line:   {"query":{"text":...},"hits":[{"id":CONTENT_ID,...},...]}   (egg-query's output)
-output line:  {"handoff":{"text":TEXT,"keys":[KEY,...],"omitted":[KEY,...]}}
+              {"query":{"tool":{"name":"Bash","input":{"command":"rg -n foo src"}}}}   (a proposed call)
+output line:  {"handoff":{"text":TEXT,"keys":[KEY,...],"omitted":[KEY,...],"deny":BOOL,"covered":[FRAGMENT,...]}}
 
 example:
   echo '{"query":{"text":"where is late_fee computed"}}' | egg-query --egg .eggs/work.egg | egg-extract --egg .eggs/work.egg

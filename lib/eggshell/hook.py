@@ -46,8 +46,25 @@ def log_failure(paths: _paths.Paths, event: str, exc: BaseException) -> None:
 
 
 def respond(host: str, raw: str, paths: _paths.Paths) -> dict:
-    """The reply for one raw payload; never raises."""
+    """The reply for one raw payload, its effects applied at once; never raises."""
+    reply, effects = respond_later(host, raw, paths)
+    run_effects(effects, paths)
+    return reply
+
+
+def run_effects(effects: list, paths: _paths.Paths) -> None:
+    """What may only happen once the reply is out (recording delivered evidence)."""
+    for f in effects:
+        try:
+            f()
+        except Exception as e:
+            log_failure(paths, "effect", e)
+
+
+def respond_later(host: str, raw: str, paths: _paths.Paths) -> tuple[dict, list]:
+    """(reply, effects to run after the reply was written); never raises."""
     event = "?"
+    effects: list = []
     try:
         try:
             payload = ujson.loads(raw)
@@ -57,16 +74,16 @@ def respond(host: str, raw: str, paths: _paths.Paths) -> dict:
             event = payload["hook_event_name"]
         from .hooks import codex
 
-        reply = codex.handle(payload, paths)
+        reply = codex.handle(payload, paths, effects)
         ujson.dumps(reply)  # a reply that cannot be encoded is a failure too
-        return reply
+        return reply, effects
     except Exception as e:  # fail open: the agent goes on without memory
         log_failure(paths, event, e)
         try:
             print("%s: failed open (%s: %s); details in %s" % (PROG, type(e).__name__, e, paths.log_file), file=sys.stderr)
         except Exception:
             pass
-        return {}
+        return {}, []
 
 
 def main(argv: list[str]) -> int:
@@ -80,11 +97,17 @@ def main(argv: list[str]) -> int:
     except Exception as e:
         log_failure(paths, "?", e)
         raw = ""
+    effects: list = []
     if host not in HOSTS:
         log_failure(paths, "?", ValueError("unknown host %r (known: %s)" % (host, ", ".join(HOSTS))))
         reply: dict = {}
     else:
-        reply = respond(host, raw, paths)
-    sys.stdout.write(ujson.dumps(reply, ensure_ascii=False, escape_forward_slashes=False) + "\n")
-    sys.stdout.flush()
+        reply, effects = respond_later(host, raw, paths)
+    try:
+        sys.stdout.write(ujson.dumps(reply, ensure_ascii=False, escape_forward_slashes=False) + "\n")
+        sys.stdout.flush()
+    except OSError as e:  # the host went away: what it never received was not delivered
+        log_failure(paths, "reply", e)
+        return 0
+    run_effects(effects, paths)
     return 0

@@ -29,6 +29,11 @@ class Paths:
         return os.path.join(self.data_root, "journal")
 
     @property
+    def state_dir(self) -> str:
+        """Per-chat state (what each chat has been given); safe to delete."""
+        return os.path.join(self.data_root, "state")
+
+    @property
     def log_file(self) -> str:
         return os.path.join(self.data_root, "logs", "hook.log")
 

@@ -98,10 +98,11 @@ class Env:
             p["turn_id"] = turn
         return p
 
-    def record_turn(self, prompt, tools, answer, session="sess-1", turn="turn-1") -> None:
+    def record_turn(self, prompt, tools, answer, session="sess-0", turn="turn-1") -> None:
+        """A turn of an earlier chat (sess-0): the default chat (sess-1) does not hold it in context."""
         assert self.respond(self.prompt(prompt, turn, session_id=session)) is not None
         for i, (cmd, out) in enumerate(tools):
-            assert self.respond(self.tool(cmd, out, turn, "call-%s-%d" % (turn, i), session_id=session)) == {}
+            assert isinstance(self.respond(self.tool(cmd, out, turn, "call-%s-%d" % (turn, i), session_id=session)), dict)
         assert self.respond(self.stop(answer, turn, session_id=session)) == {}
 
     def views(self):
@@ -291,9 +292,9 @@ def test_handoff_budget_and_top_k_come_from_the_project_config(env):
     for i in range(4):
         env.record_turn("late_fee case %d" % i, [("pytest -k late_fee_%d" % i, "late_fee %d ok\n" % i * 40)],
                         "late_fee case %d passes" % i, turn="t%d" % i)
-    env.write_config('handoff_chars = 1200\ntop_k = 1\n')
+    env.write_config('handoff_chars = 2000\ntop_k = 1\n')
     ctx = env.respond(env.prompt("late_fee case", turn="t9"))["hookSpecificOutput"]["additionalContext"]
-    assert len(ctx) <= 1200
+    assert len(ctx) <= 2000
     assert ctx.count("WORK GRAPH ") == 1
 
 
@@ -408,7 +409,7 @@ def test_invalid_project_config_fails_open(env, text, logged):
         assert env.respond(p) == {}
     log = env.log_text()
     assert [line.split()[1:3] for line in log.splitlines()] == [
-        ["SessionStart", "ConfigError:"], ["UserPromptSubmit", "ConfigError:"], ["Stop", "ConfigError:"]]
+        ["SessionStart", "ConfigError:"], ["UserPromptSubmit", "ConfigError:"], ["PostToolUse", "ConfigError:"], ["Stop", "ConfigError:"]]
     assert logged in log and PROJECT_CONFIG in log
     assert read_bytes(env.egg) == before
     # the tool result still reached the journal, and the uncommitted turn stays there
@@ -435,8 +436,8 @@ def test_damaged_store_is_not_changed_and_the_error_is_logged(env):
     assert env.respond(env.stop("it is in billing.py", turn="t2")) == {}
     assert read_bytes(env.egg) == damaged
     log = env.log_text().splitlines()
-    assert len(log) == 3 and all("EggError" in line and env.egg in line for line in log)
-    assert [line.split()[1] for line in log] == ["SessionStart", "UserPromptSubmit", "Stop"]
+    assert len(log) == 4 and all("EggError" in line and env.egg in line for line in log)
+    assert [line.split()[1] for line in log] == ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"]
     # the turn is still in the journal, so nothing observed was lost
     assert [e["event"] for e in Journal(env.paths.journal_dir).read("sess-1", "t2")] == ["prompt", "tool"]
     assert os.stat(env.log).st_mode & 0o777 == 0o600
@@ -497,7 +498,7 @@ def test_process_with_invalid_config_and_damaged_store(env):
         assert r.returncode == 0 and one_json_object(r.stdout) == {}
     assert read_bytes(env.egg) == damaged
     assert [line.split()[1:3] for line in env.log_text().splitlines()] == [
-        ["UserPromptSubmit", "EggError:"], ["Stop", "EggError:"]]
+        ["UserPromptSubmit", "EggError:"], ["PostToolUse", "EggError:"], ["Stop", "EggError:"]]
     env.write_config("bogus = 1\n")
     r = env.run_bin(json.dumps(env.prompt("where is late_fee?")))
     assert r.returncode == 0 and one_json_object(r.stdout) == {}
@@ -506,7 +507,9 @@ def test_process_with_invalid_config_and_damaged_store(env):
 
 
 def test_process_full_turn_then_handoff(env):
-    for p in (env.prompt("where is late_fee computed?"), env.tool("grep -rn late_fee src/", "src/billing.py:42\n"), env.stop(LATE_FEE_ANSWER)):
+    chat1 = dict(session="sess-0")
+    for p in (env.prompt("where is late_fee computed?", **chat1), env.tool("grep -rn late_fee src/", "src/billing.py:42\n", **chat1),
+              env.stop(LATE_FEE_ANSWER, **chat1)):
         r = env.run_bin(json.dumps(p))
         assert r.returncode == 0 and one_json_object(r.stdout) is not None
     r = env.run_bin(json.dumps(env.prompt("how is late_fee calculated", turn="turn-2")))

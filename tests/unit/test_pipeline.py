@@ -209,9 +209,8 @@ def test_query_extract_pipeline_equals_in_process(tmp_path, env, store):
     assert len(lines) == len(QUERIES) + 2
     good = [ln["handoff"] for ln in lines if "error" not in ln]
     assert "late_fee is computed in src/billing.py, line 42" in good[0]["text"]
-    assert "manifest for python:3.99 not found" in good[1]["text"]
-    assert "OUTCOME none: the turn was interrupted" in good[1]["text"]
-    assert good[2] == {"text": "", "keys": [], "omitted": []}
+    assert "manifest for python:3.99 not found" in good[1]["text"]  # an interrupted turn's observed work
+    assert good[2] == {"text": "", "keys": [], "omitted": [], "deny": False, "covered": []}
     assert "\u5ef6\u6ede\u6599\u306f src/billing.py" in good[3]["text"]
 
 
@@ -235,16 +234,18 @@ def test_query_extract_pipeline_over_two_stores(tmp_path, env, project, store):
 
 def test_extract_budget_in_the_pipeline(tmp_path, env, store):
     qfile = queries_file(tmp_path, ["late_fee"], malformed=False)
-    r = sh('"$B/egg-query" --egg "$1" < "$2" | "$B/egg-extract" --egg "$1" --budget 1500', env, store, qfile)
+    r = sh('"$B/egg-query" --egg "$1" < "$2" | "$B/egg-extract" --egg "$1" --budget 2500', env, store, qfile)
     h = json.loads(r.stdout)["handoff"]
-    assert r.returncode == 0 and 0 < len(h["text"]) <= 1500
+    assert r.returncode == 0 and 0 < len(h["text"]) <= 2500
 
 
 # -- the hook gives the pipeline's handoff -----------------------------------------------------------------
 
 
-def hook_context(paths: Paths, project, prompt: str, turn: str) -> str:
-    payload = {"hook_event_name": "UserPromptSubmit", "session_id": "sess-new", "turn_id": turn, "cwd": str(project), "prompt": prompt}
+def hook_context(paths: Paths, project, prompt: str, turn: str, session: str | None = None) -> str:
+    """The hook's context for a prompt in a new chat (each chat is given a piece of evidence once)."""
+    payload = {"hook_event_name": "UserPromptSubmit", "session_id": session or "sess-" + turn, "turn_id": turn, "cwd": str(project),
+               "prompt": prompt}
     reply = hook.respond("codex", json.dumps(payload), paths)
     return reply["hookSpecificOutput"]["additionalContext"] if reply else ""
 
@@ -294,3 +295,5 @@ def test_hook_additional_context_equals_the_pipeline_handoff(tmp_path, env, proj
     r = run_hook({"hook_event_name": "UserPromptSubmit", "session_id": "sess-new", "turn_id": "new-x", "cwd": str(project),
                   "prompt": QUERIES[0]})
     assert r["hookSpecificOutput"]["additionalContext"] == pipeline_handoff(env, egg_path, QUERIES[0])
+    # the same chat asking again is not given the same evidence twice
+    assert hook_context(paths, project, QUERIES[0], "new-y", session="sess-new") == ""

@@ -78,8 +78,41 @@ def _pre_index(cfg, paths: Paths, items: list[dict]) -> None:
         pass
 
 
-def handle(payload: Any, paths: Paths) -> dict:
-    """The JSON reply for one hook event."""
+def _staged(journal: Journal, session: str, turn: str | None) -> list:
+    """The current turn's journaled tool calls as Values: work done in this turn, not committed yet."""
+    if turn is None:
+        return []
+    from ..turns import TurnError, compile_turn, parse_turn
+
+    record = turn_record(journal.read(session, turn), None)
+    if record is None or not record["tools"]:
+        return []
+    try:
+        return list(compile_turn(parse_turn(record)).roots)
+    except TurnError:
+        return []
+
+
+def _reuse(cfg, paths: Paths, session: str, inquiry: str, shown: str, effects: list | None, *, staged=(), retrieved=(),
+           enforce: bool = False, evidence: str | None = None):
+    """Run the reuse engine for one inquiry; the delivery keys are recorded once the reply is out."""
+    from ..delivery import Deliveries
+    from ..engine import handoff, workspace
+    from ..store import Store
+
+    ws = workspace((Store.open(p).graph for p in cfg.read_eggs), staged)
+    chat = Deliveries(paths.state_dir, session, _log(paths))
+    state = chat.load()
+    h = handoff(ws, inquiry, shown, retrieved=retrieved, budget=cfg.handoff_chars, delivered=state.delivered, session=session,
+                after_compaction=state.after_compaction, enforce=enforce, local_union=cfg.local_union, evidence=evidence,
+                log=_log(paths))
+    if h.delivered and effects is not None:
+        effects.append(lambda keys=h.delivered: chat.add(keys))
+    return h
+
+
+def handle(payload: Any, paths: Paths, effects: list | None = None) -> dict:
+    """The JSON reply for one hook event; `effects` collects what runs after it is written."""
     if not isinstance(payload, dict):
         raise PayloadError("hook payload is not a JSON object")
     event = _need_str(payload, "hook_event_name")
@@ -108,11 +141,39 @@ def handle(payload: Any, paths: Paths) -> dict:
                 "time": _now(),
             },
         )
-        return {}
+        cfg = _config.load(paths, cwd)
+        if not cfg.enabled:
+            return {}
+        from ..intrinsic import canonical_tool_work
+        from ..records import command_of
+        from ..turns import normalize_output
+
+        work = canonical_tool_work(_need_str(payload, "tool_name"), payload.get("tool_input"))
+        h = _reuse(cfg, paths, session, work, command_of(work), effects, staged=_staged(journal, session, turn),
+                   evidence=normalize_output(payload.get("tool_response")))
+        return _context("PostToolUse", h.text)
 
     cfg = _config.load(paths, cwd)
     if not cfg.enabled:
         return {}
+
+    if event == "PostCompact" or (event == "SessionStart" and payload.get("source") == "compact"):
+        from ..delivery import Deliveries
+
+        Deliveries(paths.state_dir, session, _log(paths)).compacted()  # what was delivered is no longer in context
+        if event == "PostCompact":
+            return {}
+
+    if event == "PreToolUse":
+        from ..intrinsic import canonical_tool_work
+        from ..records import command_of
+
+        work = canonical_tool_work(_need_str(payload, "tool_name"), payload.get("tool_input"))
+        h = _reuse(cfg, paths, session, work, command_of(work), effects, staged=_staged(journal, session, _turn_id(payload, journal, session)),
+                   enforce=True)
+        if h.deny:
+            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": h.text}}
+        return _context("PreToolUse", h.text)
 
     if event == "SessionStart":
         from ..records import turn_views
@@ -130,7 +191,7 @@ def handle(payload: Any, paths: Paths) -> dict:
         journal.append(session, turn, {"event": "prompt", "session": session, "turn": turn, "cwd": cwd, "prompt": prompt, "time": _now()})
         journal.set_current(session, turn)
         from .. import matcher
-        from ..handoff import render
+        from ..handoff import relevant_tools
         from ..query import Searcher, semantic_depth
         from ..store import Store
 
@@ -143,10 +204,11 @@ def handle(payload: Any, paths: Paths) -> dict:
         finally:
             close()
         views = [searcher.by_id[h.id] for h in hits if h.session != session or h.turn != turn]
-        text = render(prompt, views, cfg.handoff_chars).text
-        if not text:
-            return {}
-        return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
+        # Retrieval nominates whole turns and their tool calls that share terms with the
+        # prompt; the engine adds what intrinsic matching proves and renders it all.
+        retrieved = [i for v in views for i in (v.id, *(t.id for t in relevant_tools(v, prompt)))]
+        h = _reuse(cfg, paths, session, prompt, prompt, effects, retrieved=retrieved)
+        return _context("UserPromptSubmit", h.text)
 
     if event == "Stop":
         turn = _turn_id(payload, journal, session)
@@ -166,4 +228,8 @@ def handle(payload: Any, paths: Paths) -> dict:
         journal.discard(session, turn)
         return {}
 
-    return {}  # PreToolUse and other events: nothing to add yet
+    return {}  # SessionEnd and other events: nothing to add
+
+
+def _context(event: str, text: str) -> dict:
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}} if text else {}

@@ -1,0 +1,309 @@
+"""Intrinsic matching: has a proposed Work, or a part of it, been done before?
+
+Retrieval (index.py, query.py) finds turns that look related; this module decides
+something stronger and checks it from the text itself: that the prior tool call's
+Work is contained in the current one. Only that can mark a prior outcome *completed*
+(reusable in place of running the call); everything else it finds is advisory.
+
+The gate for completed, each part of which a property test pins down:
+- an intrinsic match (never a retrieval hit) on a tool-level owner (a tool call, a child
+  of a turn's All; a turn's own request/answer is only ever advice);
+- forward: every unit of the prior fragment occurs in the current Work (orderless, one to
+  one), so the prior output is a part of what the current call would produce. A larger
+  prior command never completes a smaller current one (its output answers more, or
+  something else);
+- the prior fragment carries identity (a path, symbol or word of its own; shared option
+  syntax, a bare `ls` or `git status` alone are not enough), and the current call adds no
+  option the prior one lacked (`rg -v foo` is not `rg foo`);
+- either the prior fragment is the whole prior Work, or it is one clause of a batched
+  prior command and its own result lines ground it (they hold its identifying units).
+
+Units come from logical.py, so spelling (`./src` vs `src`, case, width) does not matter
+and order does not either (`cat b a` is `cat a b`); a different `sed` range, a different
+file with the same suffix, or a pipeline with another stage are different units.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable
+
+from .logical import Logical, logical, result_lines, work_surfaces
+from .values import Apply, Atom, Op, S, E, Value, apply
+
+# Tools whose proposed calls may be denied when covered: shell commands and reads. Edits
+# and writes change the world, so a prior run never makes them redundant.
+SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "local_shell", "shell_command"})
+READ_TOOLS = frozenset({"read", "grep", "glob", "ls", "view"})
+ADVICE_SHARE = 1 / 3  # least share of one side's identifying weight an advisory match must cover
+GROUND_CAP = 200_000  # characters of a prior output searched for grounding lines
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    text: str  # what is compared: "<tool>\n<clause>" for a shell clause, else the Work text
+    value: Atom  # the Value the pattern stands for (the whole Work when `whole`)
+    whole: bool  # the pattern is the entire Work, not one clause of a batched command
+    lg: Logical
+    framing: int  # leading units that frame rather than identify (tool name, shell verb)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    edge: Apply  # the Outcome relation: work -> outcome (+ Exact provenance)
+    work: Atom
+    outcome: Atom
+    tool: bool  # a tool-level owner (a child of a turn's All); False: a turn's request
+    patterns: tuple[Pattern, ...]
+    staged: bool = False  # from the current turn's journal, not yet committed
+
+
+def tool_name(work_text: str) -> str:
+    """The tool of a canonical tool Work ("name\n{json}"); "" for a request in prose."""
+    from .turns import split_work
+
+    parsed = split_work(work_text)
+    return parsed[0] if parsed else ""
+
+
+def deniable(work_text: str) -> bool:
+    """Whether a proposed call of this tool may be stopped as redundant."""
+    return tool_name(work_text).casefold() in SHELL_TOOLS | READ_TOOLS
+
+
+def patterns_of(work: Atom) -> tuple[Pattern, ...]:
+    """The comparison patterns of a Work: its clauses once there are several, else itself."""
+    text = work.as_text() or ""
+    name = tool_name(text)
+    shell = name.casefold() in SHELL_TOOLS
+    surfaces = work_surfaces(text) if name else [text]
+    framing = (2 if shell else 1) if name else 0
+    if len(surfaces) == 1:
+        return (Pattern(surfaces[0], work, True, logical(surfaces[0]), framing),)
+    return tuple(Pattern(s, Atom.text(s), False, logical(s), framing) for s in surfaces)
+
+
+def identifying(t: str) -> bool:
+    """A unit that can name something: a word of 3+ letters, a path, a non-ASCII word.
+
+    `rg`, `n`, `45` and `1,50p` pieces are syntax or numbers, not identity.
+    """
+    if not t:
+        return False
+    c = t[0]
+    return not c.isascii() or ((c.isalpha() or c == "_") and len(t) >= 3)
+
+
+class Corpus:
+    """Prior Work -> Outcome edges indexed by unit, with rarity weights.
+
+    Rarity is counted over Work units only: outputs can be megabytes, and what makes a
+    command distinctive is what it names. A unit in every prior command weighs 1; one in
+    a single command weighs as much as there are candidates.
+    """
+
+    def __init__(self, candidates: Iterable[Candidate]):
+        self.candidates: list[Candidate] = list(candidates)
+        self.df: Counter[str] = Counter()
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        for ci, c in enumerate(self.candidates):
+            seen: set[str] = set()
+            for pi, p in enumerate(c.patterns):
+                for t in {u.text for u in p.lg.units}:
+                    self.postings.setdefault(t, []).append((ci, pi))
+                    seen.add(t)
+            self.df.update(seen)
+        self._outcome_lg: dict[int, Logical] = {}
+
+    def weights(self, p: Pattern) -> list[float]:
+        n = len(self.candidates)
+        return [0.0 if i < p.framing or u.option or not identifying(u.text) else float(n + 1 - min(n, self.df.get(u.text, 0)))
+                for i, u in enumerate(p.lg.units)]
+
+    def rare(self, t: str) -> bool:
+        """A unit in at most an eighth of the prior Works (at least 2): it names something specific.
+
+        The floor of 2 keeps a young store useful: a symbol seen in one command and the
+        request that asked for it is still specific.
+        """
+        return identifying(t) and self.df.get(t, 0) <= max(2, len(self.candidates) // 8)
+
+    def outcome_logical(self, ci: int) -> Logical:
+        lg = self._outcome_lg.get(ci)
+        if lg is None:
+            lg = logical((self.candidates[ci].outcome.as_text() or "")[:GROUND_CAP])
+            self._outcome_lg[ci] = lg
+        return lg
+
+    def admitted(self, cur: Pattern) -> list[tuple[int, int]]:
+        """(candidate, pattern) pairs sharing an identifying unit with `cur`, or equal to it."""
+        out: dict[tuple[int, int], None] = {}
+        for t in {u.text for u in cur.lg.units if identifying(u.text)}:
+            for key in self.postings.get(t, ()):
+                out.setdefault(key, None)
+        return list(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    demand: Value  # the Work being served: the current request/call, or a demanded child
+    cand: int
+    past: Pattern
+    cur: Pattern
+    pin: bool  # every unit of the prior fragment is in the current one (forward containment)
+    din: bool  # every unit of the current fragment is in the prior one
+    pin_weight: float  # share of the prior pattern's identifying weight covered
+    din_weight: float
+    past_identity: float  # identifying weight of the covered prior units
+    anchored: bool  # a shared unit is rare in the corpus (names something specific)
+    new_options: bool  # the current fragment has option units the prior one lacks
+    past_frag: Atom
+    cur_frag: Atom
+    grounded: Atom | None  # the prior output's lines holding the fragment's identifying units
+    tool: bool
+    retrieved: bool = False
+
+    @property
+    def completed(self) -> bool:
+        """The forward reusable-work gate (see the module docstring)."""
+        return (not self.retrieved and self.tool and self.pin and self.past_identity > 0 and not self.new_options
+                and (self.past.whole or self.grounded is not None))
+
+    @property
+    def relevant(self) -> bool:
+        """Worth showing as advice: a rare unit is shared, and one side is whole or a third shared.
+
+        A common directory name or a shared verb alone ("cd src" against "ls src") is not.
+        """
+        if self.retrieved or self.completed:
+            return True
+        return self.anchored and (self.pin or self.din or max(self.pin_weight, self.din_weight) >= ADVICE_SHARE)
+
+    @property
+    def projection_work(self) -> Value:
+        return self.cur_frag if self.tool else self.demand
+
+
+def _cover(a: Logical, b: Logical) -> tuple[list[int], list[int]]:
+    """Orderless one-to-one cover: units of a found in b and units of b found in a (first occurrences)."""
+    left = Counter(u.text for u in b.units)
+    right = Counter(u.text for u in a.units)
+    ia, ib = [], []
+    for i, u in enumerate(a.units):
+        if left[u.text] > 0:
+            left[u.text] -= 1
+            ia.append(i)
+    for i, u in enumerate(b.units):
+        if right[u.text] > 0:
+            right[u.text] -= 1
+            ib.append(i)
+    return ia, ib
+
+
+def _frag(p: Pattern, covered: list[int]) -> Atom:
+    from .logical import fragment_text
+
+    if len(covered) == len(p.lg.units):
+        return p.value
+    return Atom.text(fragment_text(p.lg, covered))
+
+
+def match_pair(corpus: Corpus, demand: Value, cur: Pattern, ci: int, pi: int) -> Match | None:
+    cand = corpus.candidates[ci]
+    past = cand.patterns[pi]
+    if not past.lg.units or not cur.lg.units:
+        return None
+    ip, ic = _cover(past.lg, cur.lg)
+    if not ip:
+        return None
+    wp, wc = corpus.weights(past), corpus.weights(cur)
+    covered_wp = sum(wp[i] for i in ip)
+    covered_wc = sum(wc[i] for i in ic)
+    if covered_wp == 0 and covered_wc == 0:
+        return None  # nothing identifying is shared: syntax or prose overlap only
+    past_opts = Counter(u.text for u in past.lg.units if u.option)
+    cur_opts = Counter(u.text for u in cur.lg.units if u.option)
+    cur_frag = _frag(cur, ic)
+    grounded = None
+    if cand.tool and len(ip) == len(past.lg.units) and not past.whole:
+        grounded = _ground(corpus, ci, [cur.lg.units[i].text for i in ic if wc[i] > 0])
+    return Match(
+        demand, ci, past, cur,
+        pin=len(ip) == len(past.lg.units), din=len(ic) == len(cur.lg.units),
+        pin_weight=covered_wp / (sum(wp) or 1.0), din_weight=covered_wc / (sum(wc) or 1.0),
+        past_identity=covered_wp, anchored=any(corpus.rare(past.lg.units[i].text) for i in ip),
+        new_options=bool(cur_opts - past_opts),
+        past_frag=_frag(past, ip), cur_frag=cur_frag, grounded=grounded, tool=cand.tool,
+    )
+
+
+def _ground(corpus: Corpus, ci: int, texts: list[str]) -> Atom | None:
+    """The prior output's lines that hold any of these identifying units, or None."""
+    if not texts:
+        return None
+    want = set(texts)
+    lg = corpus.outcome_logical(ci)
+    spans = [(u.start, u.end) for u in lg.units if u.text in want]
+    lines = result_lines(lg.source, spans) if spans else None
+    return Atom.text(lines) if lines else None
+
+
+def find(corpus: Corpus, demand: Value, text: str) -> list[Match]:
+    """Every admitted match of one demanded Work against the corpus, best first."""
+    cur_patterns = patterns_of(Atom.text(text)) if isinstance(demand, Atom) else ()
+    out: list[Match] = []
+    for cur in cur_patterns:
+        for ci, pi in corpus.admitted(cur):
+            m = match_pair(corpus, demand, cur, ci, pi)
+            if m is not None and m.relevant:
+                out.append(m)
+    out.sort(key=lambda m: (not m.completed, -(m.pin_weight + m.din_weight), m.cand, m.past.text))
+    return out
+
+
+def projection_outcome(corpus: Corpus, m: Match) -> Atom:
+    """What is handed over: the whole prior output, or only its grounded lines."""
+    cand = corpus.candidates[m.cand]
+    if not m.tool or (m.past.whole and m.pin) or m.grounded is None:
+        return cand.outcome
+    return m.grounded
+
+
+def projected_edge(corpus: Corpus, m: Match) -> Apply:
+    """The owner edge itself, or a run-local Outcome that cites its owner as Exact provenance."""
+    cand = corpus.candidates[m.cand]
+    work, out = m.projection_work, projection_outcome(corpus, m)
+    if work == cand.work and out == cand.outcome:
+        return cand.edge
+    return apply(Op.OUTCOME, (S, work), (S, out), (E, cand.edge))
+
+
+def candidates_from(roots: Iterable[Value], alls: Iterable[Apply]) -> list[Candidate]:
+    """Candidates from stored Outcome relations whose Work and outcome are UTF-8 text.
+
+    A Work that is a child of some All (a tool call inside a turn) is a tool-level owner;
+    a turn's request (the All's parent) is not.
+    """
+    children: set[Value] = set()
+    for a in alls:
+        children.update(r.target for r in a.args[1:])
+    out = []
+    for v in roots:
+        if not (isinstance(v, Apply) and v.op is Op.OUTCOME):
+            continue
+        w, o = v.args[0].target, v.args[1].target
+        if not (isinstance(w, Atom) and isinstance(o, Atom)) or w.as_text() is None or o.as_text() is None:
+            continue
+        out.append(Candidate(v, w, o, w in children, patterns_of(w)))
+    return out
+
+
+def canonical_tool_work(name: str, tool_input: object) -> str:
+    from .turns import work_text
+
+    try:
+        return work_text(name, tool_input)
+    except (TypeError, ValueError):
+        return name + "\n" + json.dumps(str(tool_input))
