@@ -13,7 +13,7 @@ The gate for completed, each part of which a property test pins down:
   prior command never completes a smaller current one (its output answers more, or
   something else);
 - the prior fragment carries identity (a path, symbol or word of its own; shared option
-  syntax, a bare `ls` or `git status` alone are not enough), and the current call adds no
+  syntax, a bare `ls`, or `git status` (a subcommand is framing) are not enough), and the current call adds no
   option the prior one lacked (`rg -v foo` is not `rg foo`);
 - either the prior fragment is the whole prior Work, or it is one clause of a batched
   prior command and its own result lines ground it (they hold its identifying units).
@@ -37,6 +37,10 @@ from .values import Apply, Atom, Op, S, E, Value, apply
 # and writes change the world, so a prior run never makes them redundant.
 SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "local_shell", "shell_command"})
 READ_TOOLS = frozenset({"read", "grep", "glob", "ls", "view"})
+# Programs whose first word names a subcommand: `git status` is framing, like `rg` alone,
+# so it never carries identity on its own (and its output changes with every edit).
+SUBCOMMAND_PROGRAMS = frozenset({"git", "docker", "npm", "pnpm", "yarn", "cargo", "go", "pip", "pip3", "uv", "poetry", "kubectl",
+                                 "gh", "brew", "apt", "apt-get", "conda", "dotnet", "bundle", "gradle", "mvn", "terraform", "helm"})
 ADVICE_SHARE = 1 / 3  # least share of one side's identifying weight an advisory match must cover
 GROUND_CAP = 200_000  # characters of a prior output searched for grounding lines
 
@@ -73,16 +77,30 @@ def deniable(work_text: str) -> bool:
     return tool_name(work_text).casefold() in SHELL_TOOLS | READ_TOOLS
 
 
+def _framing(lg: Logical, name: str) -> int:
+    """Leading units that frame: the tool name, a shell verb, and a subcommand after one."""
+    if not name:
+        return 0
+    if name.casefold() not in SHELL_TOOLS:
+        return 1
+    units = lg.units
+    n = 2
+    if len(units) > 1 and units[1].text in SUBCOMMAND_PROGRAMS:
+        while n < len(units) and units[n].option:
+            n += 1  # `git -C dir status`: options before the subcommand
+        n += 1
+    return min(n, len(units))
+
+
 def patterns_of(work: Atom) -> tuple[Pattern, ...]:
     """The comparison patterns of a Work: its clauses once there are several, else itself."""
     text = work.as_text() or ""
     name = tool_name(text)
-    shell = name.casefold() in SHELL_TOOLS
     surfaces = work_surfaces(text) if name else [text]
-    framing = (2 if shell else 1) if name else 0
     if len(surfaces) == 1:
-        return (Pattern(surfaces[0], work, True, logical(surfaces[0]), framing),)
-    return tuple(Pattern(s, Atom.text(s), False, logical(s), framing) for s in surfaces)
+        lg = logical(surfaces[0])
+        return (Pattern(surfaces[0], work, True, lg, _framing(lg, name)),)
+    return tuple(Pattern(s, Atom.text(s), False, lg, _framing(lg, name)) for s in surfaces for lg in [logical(s)])
 
 
 def identifying(t: str) -> bool:
@@ -108,14 +126,24 @@ class Corpus:
         self.candidates: list[Candidate] = list(candidates)
         self.df: Counter[str] = Counter()
         self.postings: dict[str, list[tuple[int, int]]] = {}
+        self.sizes: dict[tuple[int, int], int] = {}  # distinct unit texts per pattern
         for ci, c in enumerate(self.candidates):
             seen: set[str] = set()
             for pi, p in enumerate(c.patterns):
-                for t in {u.text for u in p.lg.units}:
+                distinct = {u.text for u in p.lg.units}
+                self.sizes[(ci, pi)] = len(distinct)
+                for t in distinct:
                     self.postings.setdefault(t, []).append((ci, pi))
-                    seen.add(t)
+                seen |= distinct
             self.df.update(seen)
         self._outcome_lg: dict[int, Logical] = {}
+        self._weights: dict[tuple[int, int], list[float]] = {}
+
+    def pattern_weights(self, ci: int, pi: int) -> list[float]:
+        w = self._weights.get((ci, pi))
+        if w is None:
+            w = self._weights[(ci, pi)] = self.weights(self.candidates[ci].patterns[pi])
+        return w
 
     def weights(self, p: Pattern) -> list[float]:
         n = len(self.candidates)
@@ -138,12 +166,23 @@ class Corpus:
         return lg
 
     def admitted(self, cur: Pattern) -> list[tuple[int, int]]:
-        """(candidate, pattern) pairs sharing an identifying unit with `cur`, or equal to it."""
-        out: dict[tuple[int, int], None] = {}
-        for t in {u.text for u in cur.lg.units if identifying(u.text)}:
-            for key in self.postings.get(t, ()):
-                out.setdefault(key, None)
-        return list(out)
+        """The (candidate, pattern) pairs that can match `cur`, found through the postings.
+
+        Only two kinds can: a prior pattern whose every unit occurs in `cur` (it may be
+        completed), and one sharing a rare unit with `cur` (it may be advice). Counting
+        shared units per pattern finds the first kind in time proportional to the postings
+        of `cur`'s units; the second reads only the short postings of rare units. Neither
+        compares `cur` with the whole corpus.
+        """
+        distinct = {u.text for u in cur.lg.units}
+        count: Counter[tuple[int, int]] = Counter()
+        for t in distinct:
+            count.update(self.postings.get(t, ()))
+        out = dict.fromkeys(k for k, n in count.items() if n == self.sizes[k])
+        for t in distinct:
+            if self.rare(t):
+                out.update(dict.fromkeys(self.postings.get(t, ())))
+        return sorted(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +257,7 @@ def match_pair(corpus: Corpus, demand: Value, cur: Pattern, ci: int, pi: int) ->
     ip, ic = _cover(past.lg, cur.lg)
     if not ip:
         return None
-    wp, wc = corpus.weights(past), corpus.weights(cur)
+    wp, wc = corpus.pattern_weights(ci, pi), corpus.weights(cur)
     covered_wp = sum(wp[i] for i in ip)
     covered_wc = sum(wc[i] for i in ic)
     if covered_wp == 0 and covered_wc == 0:

@@ -156,7 +156,9 @@ def _select(corpus: Corpus, result: ex.Extraction, table: dict[Apply, str], hits
     advisory = {e for _, e in result.advisory_uses}
     out: list[Selected] = []
     seen: set[Apply] = set()
-    for m in hits:
+    # Intrinsic matches first: when retrieval nominates the very edge a match completes,
+    # the intrinsic match is the one that stands (and may block); retrieval stays advice.
+    for m in sorted(hits, key=lambda m: m.retrieved):
         if not m.relevant:
             continue
         e = projected_edge(corpus, m)
@@ -165,6 +167,8 @@ def _select(corpus: Corpus, result: ex.Extraction, table: dict[Apply, str], hits
         status = ex.COMPLETED if e in completed else ex.ADVISORY if e in advisory else None
         if status is None:
             continue
+        if m.retrieved:
+            status = ex.ADVISORY
         if evidence is not None and _visible_in(evidence, projection_outcome(corpus, m)):
             continue
         seen.add(e)

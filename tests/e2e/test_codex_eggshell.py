@@ -96,9 +96,12 @@ def test_handoff_reaches_the_next_chat(prefix, tmp_path):
         assert CHAT1 in h  # the prior request
         assert CHAT1_ANSWER in h  # the prior outcome
         assert CHAT1_CMD in h and "src/billing.py:2:" in h  # the tool evidence, verbatim
-        key = h.split("WORK GRAPH ", 1)[1][:12]
-        shown = _egg(prefix, ["show", key], project, tool_env)
-        assert CHAT1_ANSWER in shown
+        # every block is labelled with its owner's key, which `egg show` reads back in full
+        blocks = {b[:12]: b for b in h.split("\nWORK GRAPH ")[1:]}
+        turn_key = next(k for k, b in blocks.items() if CHAT1 in b)  # the block of chat 1's own request
+        assert CHAT1_ANSWER in _egg(prefix, ["show", turn_key], project, tool_env)
+        tool_key = next(k for k, b in blocks.items() if CHAT1_CMD in b.split("EVIDENCE", 1)[0])
+        assert "src/billing.py:2:" in _egg(prefix, ["show", tool_key], project, tool_env)
 
         # Chat 3: unrelated; no handoff at all.
         run3 = home.run(CHAT3, project, env=env)
