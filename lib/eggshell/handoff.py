@@ -142,11 +142,17 @@ def _line(v, n: int = TREE_WORK) -> str:
     return _one_line(_show_work(v), n)
 
 
-def tree(selection, key) -> str:
-    """The selected graph, one Work per line: OPEN marks what is still to do."""
+def tree(selection, key, shown=None) -> str:
+    """The selected graph, one Work per line: OPEN marks what is still to do.
+
+    Only outcome edges in `shown` (the selected matches) are listed, each once per Work:
+    the extraction may carry hundreds of advisory uses, and the tree must leave the budget
+    to the evidence.
+    """
     from . import extraction as ex
 
     out: list[str] = []
+    keep = (lambda e: True) if shown is None else (lambda e: e in shown)
 
     def walk(s, depth: int) -> None:
         pad = "  " * depth
@@ -156,9 +162,9 @@ def tree(selection, key) -> str:
             return
         head = "OPEN" if isinstance(s, ex.Residual) else "WORK"
         out.append("%s%s %s" % (pad, head, _line(s.work)))
-        for e in getattr(s, "completed", ()):
+        for e in dict.fromkeys(e for e in getattr(s, "completed", ()) if keep(e)):
             out.append("%s  COVERED OUTCOME %s" % (pad, key(e)))
-        for e in s.advisory:
+        for e in dict.fromkeys(e for e in s.advisory if keep(e)):
             out.append("%s  PRIOR OUTCOME %s" % (pad, key(e)))
         if isinstance(s, ex.Decomposed):
             out.append("%s  ALL %s" % (pad, display_key(_hex(s.edge))))
@@ -214,7 +220,7 @@ def render_plan(plan, corpus, request: str, budget: int = DEFAULT_BUDGET, delive
     evkey = {it[0].edge: display_key(_hex(it[2])) for it in items}
     key = lambda e: evkey.get(e, display_key(_hex(e.args[1].target)))  # noqa: E731
     head = HEADER + "\nCURRENT REQUEST\n%s\nEND CURRENT REQUEST\nSELECTED WORK GRAPH\n%sEND SELECTED WORK GRAPH\n\n" % (
-        _indent(request), tree(plan.extraction.selection, key))
+        _indent(request), tree(plan.extraction.selection, key, {it[0].edge for it in items}))
     blocks: list[Block] = []
     by_owner: dict = {}
     for it in transport:

@@ -16,7 +16,8 @@ The gate for completed, each part of which a property test pins down:
   syntax, a bare `ls`, or `git status` (a subcommand is framing) are not enough), and the current call adds no
   option the prior one lacked (`rg -v foo` is not `rg foo`);
 - either the prior fragment is the whole prior Work, or it is one clause of a batched
-  prior command and its own result lines ground it (they hold its identifying units).
+  prior command and result lines ground it: they hold what the clause looks for (its
+  identifying units other than paths) and are not an echo of a clause.
 
 Units come from logical.py, so spelling (`./src` vs `src`, case, width) does not matter
 and order does not either (`cat b a` is `cat a b`); a different `sed` range, a different
@@ -41,6 +42,10 @@ READ_TOOLS = frozenset({"read", "grep", "glob", "ls", "view"})
 # so it never carries identity on its own (and its output changes with every edit).
 SUBCOMMAND_PROGRAMS = frozenset({"git", "docker", "npm", "pnpm", "yarn", "cargo", "go", "pip", "pip3", "uv", "poetry", "kubectl",
                                  "gh", "brew", "apt", "apt-get", "conda", "dotnet", "bundle", "gradle", "mvn", "terraform", "helm"})
+# Options of those programs that take the next word as their argument (`git -C dir status`).
+GLOBAL_ARG_OPTIONS = frozenset({"c", "git-dir", "work-tree", "namespace", "n", "context", "host", "h", "config", "kubeconfig",
+                                "f", "file", "p", "project-directory", "manifest-path", "chdir", "directory", "prefix", "cwd"})
+RARE_CAP = 64  # a unit in more prior Works than this names nothing specific, however large the store
 ADVICE_SHARE = 1 / 3  # least share of one side's identifying weight an advisory match must cover
 GROUND_CAP = 200_000  # characters of a prior output searched for grounding lines
 
@@ -87,7 +92,13 @@ def _framing(lg: Logical, name: str) -> int:
     n = 2
     if len(units) > 1 and units[1].text in SUBCOMMAND_PROGRAMS:
         while n < len(units) and units[n].option:
-            n += 1  # `git -C dir status`: options before the subcommand
+            # `git -C dir status`, `git -c color.ui=false status`: global options and their arguments
+            takes = units[n].text in GLOBAL_ARG_OPTIONS
+            n += 1
+            if takes and n < len(units) and not units[n].option:
+                n += 1
+                while n < len(units) and not units[n].option and lg.source[units[n - 1].end:units[n].start] in ("=", ".", ":"):
+                    n += 1  # `color.ui=false` is one argument in several units
         n += 1
     return min(n, len(units))
 
@@ -151,12 +162,12 @@ class Corpus:
                 for i, u in enumerate(p.lg.units)]
 
     def rare(self, t: str) -> bool:
-        """A unit in at most an eighth of the prior Works (at least 2): it names something specific.
+        """A unit in at most an eighth of the prior Works (at least 2, at most RARE_CAP): it names something specific.
 
         The floor of 2 keeps a young store useful: a symbol seen in one command and the
         request that asked for it is still specific.
         """
-        return identifying(t) and self.df.get(t, 0) <= max(2, len(self.candidates) // 8)
+        return identifying(t) and self.df.get(t, 0) <= max(2, min(len(self.candidates) // 8, RARE_CAP))
 
     def outcome_logical(self, ci: int) -> Logical:
         lg = self._outcome_lg.get(ci)
@@ -249,7 +260,7 @@ def _frag(p: Pattern, covered: list[int]) -> Atom:
     return Atom.text(fragment_text(p.lg, covered))
 
 
-def match_pair(corpus: Corpus, demand: Value, cur: Pattern, ci: int, pi: int) -> Match | None:
+def match_pair(corpus: Corpus, demand: Value, cur: Pattern, ci: int, pi: int, wc: list[float] | None = None) -> Match | None:
     cand = corpus.candidates[ci]
     past = cand.patterns[pi]
     if not past.lg.units or not cur.lg.units:
@@ -257,7 +268,8 @@ def match_pair(corpus: Corpus, demand: Value, cur: Pattern, ci: int, pi: int) ->
     ip, ic = _cover(past.lg, cur.lg)
     if not ip:
         return None
-    wp, wc = corpus.pattern_weights(ci, pi), corpus.weights(cur)
+    wp = corpus.pattern_weights(ci, pi)
+    wc = corpus.weights(cur) if wc is None else wc
     covered_wp = sum(wp[i] for i in ip)
     covered_wc = sum(wc[i] for i in ic)
     if covered_wp == 0 and covered_wc == 0:
@@ -267,7 +279,8 @@ def match_pair(corpus: Corpus, demand: Value, cur: Pattern, ci: int, pi: int) ->
     cur_frag = _frag(cur, ic)
     grounded = None
     if cand.tool and len(ip) == len(past.lg.units) and not past.whole:
-        grounded = _ground(corpus, ci, [cur.lg.units[i].text for i in ic if wc[i] > 0])
+        grounded = _ground(corpus, ci, [cur.lg.units[i].text for i in ic if wc[i] > 0 and not _pathlike(cur.lg.units[i].text)],
+                           [p.text.partition("\n")[2] for p in cand.patterns])
     return Match(
         demand, ci, past, cur,
         pin=len(ip) == len(past.lg.units), din=len(ic) == len(cur.lg.units),
@@ -278,15 +291,32 @@ def match_pair(corpus: Corpus, demand: Value, cur: Pattern, ci: int, pi: int) ->
     )
 
 
-def _ground(corpus: Corpus, ci: int, texts: list[str]) -> Atom | None:
-    """The prior output's lines that hold any of these identifying units, or None."""
+def _pathlike(t: str) -> bool:
+    return "/" in t or "." in t
+
+
+def _ground(corpus: Corpus, ci: int, texts: list[str], clauses: list[str]) -> Atom | None:
+    """The prior output's lines that hold any of these identifying units, or None.
+
+    A batched command's output cannot be split by clause, so only what a clause looks
+    for grounds it: its symbols and words, not its paths (`cat b.txt` never prints
+    "b.txt", while another clause's output may). Lines that merely echo a clause (a
+    `set -x` trace, a prompt line) are not results.
+    """
     if not texts:
         return None
     want = set(texts)
     lg = corpus.outcome_logical(ci)
+    echo = [c.strip() for c in clauses if c.strip()]
     spans = [(u.start, u.end) for u in lg.units if u.text in want]
-    lines = result_lines(lg.source, spans) if spans else None
-    return Atom.text(lines) if lines else None
+    if not spans:
+        return None
+    kept = []
+    for line in (result_lines(lg.source, spans) or "").split("\n"):
+        bare = line.strip().lstrip("+$> ").strip()
+        if bare and not any(c in bare for c in echo):
+            kept.append(line)
+    return Atom.text("\n".join(kept)) if kept else None
 
 
 def find(corpus: Corpus, demand: Value, text: str) -> list[Match]:
@@ -294,12 +324,26 @@ def find(corpus: Corpus, demand: Value, text: str) -> list[Match]:
     cur_patterns = patterns_of(Atom.text(text)) if isinstance(demand, Atom) else ()
     out: list[Match] = []
     for cur in cur_patterns:
+        wc = corpus.weights(cur)
         for ci, pi in corpus.admitted(cur):
-            m = match_pair(corpus, demand, cur, ci, pi)
+            m = match_pair(corpus, demand, cur, ci, pi, wc)
             if m is not None and m.relevant:
                 out.append(m)
     out.sort(key=lambda m: (not m.completed, -(m.pin_weight + m.din_weight), m.cand, m.past.text))
     return out
+
+
+def identity_match(corpus: Corpus, demand: Atom, ci: int) -> Match:
+    """A prior Work the user declared equal to the demand (a persistent union): whole identity.
+
+    The user's union stands in for the textual containment; the rest of the gate (a
+    tool-level owner, an intrinsic match) still applies, so a declared equality with a
+    turn's request stays advice.
+    """
+    cand = corpus.candidates[ci]
+    cur, past = patterns_of(demand)[0], cand.patterns[0]
+    whole = Pattern(past.text, cand.work, True, past.lg, past.framing)
+    return Match(demand, ci, whole, cur, True, True, 1.0, 1.0, 1.0, True, False, cand.work, demand, None, cand.tool)
 
 
 def projection_outcome(corpus: Corpus, m: Match) -> Atom:

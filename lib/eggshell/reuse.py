@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from . import extraction as ex
-from .intrinsic import Corpus, Match, find, patterns_of, projected_edge, projection_outcome
+from .intrinsic import Corpus, Match, find, identity_match, patterns_of, projected_edge, projection_outcome
 from .quotient import Union, build
 from .turns import REMAINDER_MARKER
 from .values import Apply, Atom, Op, S, Value, apply
@@ -68,6 +68,7 @@ def discover(corpus: Corpus, stored_alls: Sequence[Apply], inquiry: Atom, *, per
     by_parent: dict[Value, list[Apply]] = {}
     for a in stored_alls:
         by_parent.setdefault(a.args[0].target, []).append(a)
+    declared = _declared(corpus, persistent)
     hits: dict[tuple, Match] = {}
     for ci in dict.fromkeys(retrieved):
         if 0 <= ci < len(corpus.candidates):
@@ -87,7 +88,7 @@ def discover(corpus: Corpus, stored_alls: Sequence[Apply], inquiry: Atom, *, per
             text = d.as_text() if isinstance(d, Atom) else None
             if text is None or text.startswith(REMAINDER_MARKER):
                 continue
-            for m in find(corpus, d, text):
+            for m in [*declared(d), *find(corpus, d, text)]:
                 if not local_union:
                     m = replace(m, retrieved=True)  # the advisory-only profile: reuse becomes retrieval
                 key = (m.demand, m.cand, m.past.text, m.cur_frag)
@@ -120,6 +121,25 @@ def discover(corpus: Corpus, stored_alls: Sequence[Apply], inquiry: Atom, *, per
         passes += 1
 
 
+def _declared(corpus: Corpus, persistent: Sequence[Union]):
+    """Demand -> identity matches with the prior Works the user's unions make equal to it."""
+    if not persistent:
+        return lambda d: []
+    eq = build([u.left for u in persistent] + [u.right for u in persistent], persistent)
+    if eq is None:
+        return lambda d: []
+    by_work: dict[Value, list[int]] = {}
+    for ci, c in enumerate(corpus.candidates):
+        by_work.setdefault(eq.canonical(c.work), []).append(ci)
+
+    def matches(d: Value) -> list[Match]:
+        if not isinstance(d, Atom):
+            return []
+        return [identity_match(corpus, d, ci) for ci in by_work.get(eq.canonical(d), []) if corpus.candidates[ci].work != d]
+
+    return matches
+
+
 def _graph(corpus: Corpus, eq, by_parent: dict[Value, list[Apply]], hits: Iterable[Match], continuation: Apply | None, inquiry: Atom):
     """The run graph: stored decompositions of demanded Work, projected edges of the hits."""
     table: dict[Apply, str] = {}
@@ -132,8 +152,15 @@ def _graph(corpus: Corpus, eq, by_parent: dict[Value, list[Apply]], hits: Iterab
         if table.get(e) != ex.COMPLETED:
             table[e] = status
         outcomes.append(e)
-    classes = {eq.canonical(v) for v in [inquiry, *(m.demand for m in hits)]}
-    alls = [a for p, edges in by_parent.items() if eq.canonical(p) in classes for a in edges]
+    # Stored decompositions of any demanded Work or of a Work equal to one: look the parents
+    # up through the (few) non-trivial classes rather than scanning every stored turn.
+    demanded = {inquiry, *(m.demand for m in hits)}
+    wanted = {eq.canonical(v) for v in demanded}
+    parents = set(demanded)
+    for cls in eq.classes():
+        if eq.canonical(next(iter(cls))) in wanted:
+            parents |= cls
+    alls = [a for p in parents for a in by_parent.get(p, ())]
     if continuation is not None:
         alls.insert(0, continuation)
     policy = lambda demand, edge: table.get(edge)  # noqa: E731 - extraction checks the work equality itself
@@ -174,4 +201,9 @@ def _select(corpus: Corpus, result: ex.Extraction, table: dict[Apply, str], hits
         seen.add(e)
         out.append(Selected(m, e, status, m.demand == inquiry))
     out.sort(key=lambda s: (s.status != ex.COMPLETED, not s.match.tool, s.match.retrieved))
-    return tuple(out[:MAX_SELECTED])
+    # The same command with the same output, recorded in several turns, is one piece of evidence.
+    unique: dict[tuple, Selected] = {}
+    for sel in out:
+        c = corpus.candidates[sel.match.cand]
+        unique.setdefault((sel.status, c.work, projection_outcome(corpus, sel.match)), sel)
+    return tuple(list(unique.values())[:MAX_SELECTED])

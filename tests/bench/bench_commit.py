@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "lib"))
 
 from eggshell import eggfile as ef  # noqa: E402
-from eggshell.store import Graph, Store, write_compact  # noqa: E402
+from eggshell.store import Store, write_compact  # noqa: E402
 from eggshell.turns import compile_turn, parse_turn  # noqa: E402
 
 TARGET = 1.5

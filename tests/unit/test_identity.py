@@ -26,7 +26,7 @@ from eggshell.identity import (
     resolve_key,
 )
 from eggshell.store import Store
-from eggshell.values import Atom, E, Op, S, apply
+from eggshell.values import Atom, Op, S, apply
 
 # -- encoding -------------------------------------------------------------------------
 

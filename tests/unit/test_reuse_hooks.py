@@ -1,0 +1,115 @@
+"""The reuse engine through the hooks: denial, delivery keys, compaction, the current turn.
+
+Requirements (issue "Reuse engine" §3-§4): PreToolUse denies a proposed call that completed
+prior work covers, with a reason naming the covered fragments and carrying the prior
+outcome; at most one denial per covered projection per chat; delivery keys stop the same
+evidence being sent twice to a chat until compaction and do not depend on the wording;
+the current turn's journaled calls count as prior work already visible; `local_union =
+false` makes reuse advisory; edits are never denied; persistent unions count as identity;
+a corrupt chat state never blocks a hook.
+"""
+
+from __future__ import annotations
+
+import os
+
+from eggshell.delivery import Deliveries
+from eggshell.store import Store
+from eggshell.values import Atom
+from eggshell.turns import work_text
+from test_hook import Env  # noqa: F401 - the same isolated environment as the hook tests
+import pytest
+
+RG = "rg -n parse_config src"
+RG_OUT = "src/config.py:1:def parse_config(path):\nsrc/app.py:7:    cfg = parse_config(p)\n"
+
+
+@pytest.fixture
+def env(tmp_path):
+    e = Env(tmp_path)
+    e.record_turn("where is parse_config defined?", [(RG, RG_OUT), ("pytest -q tests/test_config.py", "3 passed\n")],
+                  "parse_config is in src/config.py:1; the tests pass", session="chat-1", turn="t1")
+    return e
+
+
+def pre(env: Env, command: str, session: str = "chat-2", turn: str = "u1", tool: str = "Bash", tool_input=None) -> dict:
+    env.respond(env.prompt("add type hints to the reader", turn=turn, session_id=session))
+    return env.respond(env.ev("PreToolUse", session=session, turn_id=turn, tool_name=tool,
+                              tool_input=tool_input if tool_input is not None else {"command": command}, tool_use_id="c-" + command))
+
+
+def denied(reply: dict) -> str | None:
+    out = reply.get("hookSpecificOutput", {})
+    return out.get("permissionDecisionReason") if out.get("permissionDecision") == "deny" else None
+
+
+def test_a_covered_call_is_denied_with_the_prior_outcome(env):
+    reason = denied(pre(env, "rg -n parse_config ./src"))
+    assert reason is not None
+    assert "REMOVE ONLY THESE COMPLETED FRAGMENTS:\n- Bash: rg -n parse_config src\n" in reason
+    assert "remains open" in reason and RG_OUT in reason
+    assert env.log_text() == ""
+
+
+def test_an_uncovered_call_runs_with_advice_at_most(env):
+    reply = pre(env, "rg -n parse_config tests")
+    assert denied(reply) is None
+    ctx = reply.get("hookSpecificOutput", {}).get("additionalContext", "")
+    assert "COVERED WORK" not in ctx  # advice only
+
+
+def test_one_denial_per_covered_projection_per_chat(env):
+    assert denied(pre(env, "rg -n parse_config ./src"))
+    again = pre(env, "rg -n parse_config ./src", turn="u2")  # the agent insists: the call runs
+    assert denied(again) is None
+    assert denied(pre(env, "rg -n parse_config ./src", session="chat-3"))  # another chat is stopped once too
+
+
+def test_keys_do_not_depend_on_the_wording_and_compaction_resets_them(env):
+    assert denied(pre(env, "rg -n parse_config ./src"))
+    assert denied(pre(env, "rg -n parse_config src", turn="u2")) is None  # same projection, other spelling
+    env.respond(env.ev("PostCompact", session="chat-2", turn_id="u2"))
+    assert denied(pre(env, "rg -n parse_config src", turn="u3"))  # after compaction the outcome is gone from context
+    state = Deliveries(env.paths.state_dir, "chat-2").load()
+    assert state.epoch == 1 and state.after_compaction
+
+
+def test_a_repeat_inside_the_same_turn_is_denied_without_resending(env):
+    session, turn = "chat-2", "u1"
+    env.respond(env.prompt("look again", turn=turn, session_id=session))
+    env.respond(env.tool("rg -n load_env src", "src/env.py:3:def load_env():\n", turn=turn, use="c1", session_id=session))
+    reply = env.respond(env.ev("PreToolUse", session=session, turn_id=turn, tool_name="Bash",
+                               tool_input={"command": "rg -n load_env ./src"}, tool_use_id="c2"))
+    reason = denied(reply)
+    assert reason is not None and "already in this chat's context" in reason and "src/env.py:3" not in reason
+
+
+def test_local_union_false_makes_reuse_advisory(env):
+    env.write_config('local_union = false\n')
+    reply = pre(env, "rg -n parse_config ./src")
+    assert denied(reply) is None
+    assert RG_OUT.splitlines()[0] in reply["hookSpecificOutput"]["additionalContext"]  # still offered as advice
+
+
+def test_edits_are_never_denied(env):
+    reply = pre(env, "", tool="Edit", tool_input={"file_path": "src/config.py", "old_string": "a", "new_string": "b"})
+    assert denied(reply) is None
+
+
+def test_a_persistent_union_counts_as_identity(env):
+    store = Store.open(env.egg)
+    prior = Atom.text(work_text("Bash", {"command": "pytest -q tests/test_config.py"}))
+    alias = Atom.text(work_text("Bash", {"command": "make check"}))
+    store.commit([], unions=[(alias, prior)])
+    reason = denied(pre(env, "make check"))
+    assert reason is not None and "3 passed" in reason
+
+
+def test_a_corrupt_chat_state_is_started_afresh(env):
+    chat = Deliveries(env.paths.state_dir, "chat-2")
+    os.makedirs(os.path.dirname(chat.path), exist_ok=True)
+    with open(chat.path, "w") as f:
+        f.write("{not json")
+    assert denied(pre(env, "rg -n parse_config ./src"))
+    assert "unreadable chat state" in env.log_text()
+    assert chat.load().delivered  # rewritten with the new keys
