@@ -247,14 +247,15 @@ def render_plan(plan, corpus, request: str, budget: int = DEFAULT_BUDGET, delive
     fitted_g = {it[3] for it in fitted}
     covered = [it for it in checkpoint if it[5] or it[3] in fitted_g]
     delivered_now = [it[3] for it in fitted] + [it[4] for it in covered]
-    if not delivered_now:
+    if not delivered_now and not skipped:
         return empty
     text = ""
-    if shown:
-        text = head + "".join(b.text + "\n" for b in shown)
-        if skipped:
-            text += _not_shown(skipped)
-        text += FOOTER
+    if shown or skipped:
+        # Evidence that did not fit is still named, so the agent can read it with `egg show`;
+        # it was not delivered, so it records no key and can never stop a call.
+        text = head + "".join(b.text + "\n" for b in shown) + (_not_shown(skipped) if skipped else "") + FOOTER
+        if len(text) > budget:
+            return empty
     keys = tuple(display_key(_hex(it[2])) for it in fitted)
     frags = tuple(dict.fromkeys(_show_work(it[0].match.past_frag) for it in covered))
     if covered:

@@ -113,3 +113,30 @@ def test_a_corrupt_chat_state_is_started_afresh(env):
     assert denied(pre(env, "rg -n parse_config ./src"))
     assert "unreadable chat state" in env.log_text()
     assert chat.load().delivered  # rewritten with the new keys
+
+
+def post(env: Env, command: str, output: str, session: str = "chat-2", turn: str = "u1") -> dict:
+    env.respond(env.prompt("add type hints to the reader", turn=turn, session_id=session))
+    return env.respond(env.tool(command, output, turn=turn, use="p-" + command, session_id=session))
+
+
+def test_post_tool_use_leaves_out_what_the_new_result_already_shows(env):
+    assert post(env, "rg -n parse_config src", RG_OUT) == {}  # the same lines again: nothing to add
+    reply = post(env, "rg -n parse_config src", "src/config.py:9:def parse_config(path, strict):\n", session="chat-3")
+    ctx = reply["hookSpecificOutput"]["additionalContext"]  # the result changed: the prior one is worth seeing
+    assert reply["hookSpecificOutput"]["hookEventName"] == "PostToolUse" and RG_OUT.splitlines()[0] in ctx
+
+
+def test_evidence_over_budget_is_listed_by_a_key_egg_show_reads(env):
+    from eggshell import engine
+
+    big = "".join("src/mod%d.py:1:def parse_config_%d(): pass\n" % (i, i) for i in range(400))
+    env.record_turn("find every parse_config variant", [("rg -n parse_config lib", big)], "there are 400", session="chat-1", turn="t2")
+    ws = engine.workspace([Store.open(env.egg).graph])
+    work = work_text("Bash", {"command": "rg -n parse_config ./lib"})
+    h = engine.handoff(ws, work, "rg -n parse_config ./lib", budget=2000, enforce=True)
+    assert not h.deny and h.omitted  # the evidence does not fit, so it cannot stop the call
+    assert "NOT SHOWN" in h.text and "egg show KEY" in h.text and len(h.text) <= 2000
+    key = h.omitted[0]
+    assert key in h.text and h.delivered == ()  # named, not delivered
+    assert Store.open(env.egg).graph.lookup(key)  # the key `egg show` reads (tests/e2e runs egg show itself)
