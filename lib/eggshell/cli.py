@@ -14,7 +14,7 @@ import shlex
 import sys
 
 from . import __version__, config as _config, eggfile as ef, stage
-from .identity import KeyError_, display_key
+from .identity import KeyError_, content_hex, display_key
 from .paths import PROJECT_CONFIG, Paths, from_env, private_dir
 from .query import Searcher
 from .records import TurnView, command_of, turn_views
@@ -238,6 +238,64 @@ def cmd_show(a, paths: Paths) -> int:
     return 0
 
 
+def _resolve(stores: list[Store], key: str):
+    from .identity import resolve_key
+
+    ids = {nid: st for st in stores for nid in st.graph.nodes}
+    try:
+        nid = resolve_key(key, ids)
+    except KeyError_ as e:
+        raise CliError(str(e), 1)
+    return ids[nid].graph.nodes[nid]
+
+
+def _write_store(a, paths: Paths) -> Store:
+    if a.egg:
+        return Store.open(a.egg[0])
+    cfg = _config.load(paths, os.getcwd())
+    if cfg.project_root is None:
+        raise CliError("not in an Eggshell project (no %s here or above); pass --egg PATH or run `egg init`" % PROJECT_CONFIG)
+    return Store.open(cfg.write_egg)
+
+
+def cmd_union(a, paths: Paths) -> int:
+    """Declare two recorded Works equal, for good: reuse then treats one as the other."""
+    from .values import union_admissible
+
+    stores = _stores(a, paths)
+    x, y = _resolve(stores, a.a), _resolve(stores, a.b)
+    if x == y:
+        raise CliError("%s and %s are the same node: nothing to declare" % (a.a, a.b), 1)
+    if not union_admissible(x, y):
+        raise CliError("%s and %s carry different provenance (session, turn or call ids): a union may only join "
+                       "Values with the same Exact footprint, such as two tool Works or two requests" % (a.a, a.b), 1)
+    store = _write_store(a, paths)
+    if store.commit([], unions=[(x, y)]) is None:
+        say("already equal: %s = %s (nothing written)" % (a.a, a.b))
+        return 0
+    say("union %s = %s written to %s (undo: egg split %s %s)" % (display_key(content_hex(x)), display_key(content_hex(y)),
+                                                               store.path, display_key(content_hex(x)), display_key(content_hex(y))))
+    return 0
+
+
+def cmd_split(a, paths: Paths) -> int:
+    """Remove a persistent union (the data stays; only the equality goes)."""
+    stores = _stores(a, paths)
+    x = _resolve(stores, a.a)
+    store = _write_store(a, paths)
+    if a.b is not None:
+        pairs = [(x, _resolve(stores, a.b))]
+    else:
+        pairs = [(p, q) for p, q in store.graph.unions() if x in (p, q)]
+        if len(pairs) > 1:
+            listing = "\n".join("  egg split %s %s" % (display_key(content_hex(p)), display_key(content_hex(q))) for p, q in pairs)
+            raise CliError("%s is in %d unions; name both sides:\n%s" % (a.a, len(pairs), listing), 1)
+    if not pairs or store.remove_union(*pairs[0]) is None:
+        raise CliError("no union in force for %s in %s (see `egg status`)" % (a.a if a.b is None else "%s %s" % (a.a, a.b), store.path), 1)
+    say("split %s %s in %s" % (display_key(content_hex(pairs[0][0])), display_key(content_hex(pairs[0][1])), store.path))
+    return 0
+
+
 def cmd_find(a, paths: Paths) -> int:
     searcher = Searcher(_stores(a, paths))
     hits = searcher.search(" ".join(a.text), a.top_k, a.min_coverage)
@@ -430,6 +488,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("key", help="a display key (12 hex characters) or any unique prefix of an id")
     stores_opt(s)
     s.set_defaults(fn=cmd_show)
+
+    s = sub.add_parser("union", help="declare two recorded Works equal for reuse (written to this project's store)")
+    s.add_argument("a", help="key of one Work (see `egg show`)")
+    s.add_argument("b", help="key of the other")
+    stores_opt(s)
+    s.set_defaults(fn=cmd_union)
+
+    s = sub.add_parser("split", help="remove a union made with `egg union` (nothing else is removed)")
+    s.add_argument("a", help="key of one side")
+    s.add_argument("b", nargs="?", help="key of the other side (needed when the first is in several unions)")
+    stores_opt(s)
+    s.set_defaults(fn=cmd_split)
 
     s = sub.add_parser("find", help="search recorded turns")
     s.add_argument("text", nargs="+", help="what to look for")

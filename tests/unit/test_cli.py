@@ -572,3 +572,35 @@ def test_model_install_of_the_default_reports_where_it_is(monkeypatch, capsys):
     monkeypatch.delenv("EGGSHELL_PREFIX", raising=False)
     assert _cli.main(["model", "install", "all-MiniLM-L6-v2"]) == 0
     assert "nothing to download" in capsys.readouterr().out
+
+
+# -- union / split ----------------------------------------------------------------------------------
+
+
+def test_union_and_split_a_pair_of_works(egg, store):
+    from eggshell.identity import content_hex, display_key
+    from eggshell.store import Store
+
+    t1 = view_of(store, "t1").tools[0]
+    other = next(t for v in turn_views(store.graph) for t in v.tools if t.work != t1.work)
+    w1 = store.graph.nodes[t1.id].args[0].target
+    w2 = store.graph.nodes[other.id].args[0].target
+    k1, k2 = display_key(content_hex(w1)), display_key(content_hex(w2))
+    rc, out, _ = egg("union", k1, k2, "--egg", store.path)
+    assert rc == 0 and "egg split" in out
+    assert Store.open(store.path).graph.unions() == [(w1, w2)] or Store.open(store.path).graph.unions() == [(w2, w1)]
+    assert egg("union", k1, k2, "--egg", store.path)[1].startswith("already equal")  # a replay writes nothing
+    rc, out, _ = egg("split", k1, "--egg", store.path)  # one union: one key is enough
+    assert rc == 0 and Store.open(store.path).graph.unions() == []
+    rc, _, err = egg("split", k1, "--egg", store.path)
+    assert rc == 1 and "no union in force" in err
+
+
+def test_union_refuses_values_with_different_provenance(egg, store):
+    t1 = view_of(store, "t1").tools[0]
+    w = store.graph.nodes[t1.id].args[0].target
+    from eggshell.identity import content_hex, display_key
+
+    rc, _, err = egg("union", t1.id[:12], display_key(content_hex(w)), "--egg", store.path)  # an Outcome edge vs a Work
+    assert rc == 1 and "same Exact footprint" in err
+    assert store.graph.unions() == []
