@@ -13,8 +13,14 @@ The gate for completed, each part of which a property test pins down:
   prior command never completes a smaller current one (its output answers more, or
   something else);
 - the prior fragment carries identity (a path, symbol or word of its own; shared option
-  syntax, a bare `ls`, or `git status` (a subcommand is framing) are not enough), and the current call adds no
-  option the prior one lacked (`rg -v foo` is not `rg foo`);
+  syntax, a bare `ls`, or `git status` (a subcommand is framing) are not enough), and the
+  current call adds no option the prior one lacked (`rg -v foo` is not `rg foo`; options
+  keep their case: `ls -r` is not `ls -R`);
+- both only read (`rg`, `cat`, `sed -n`, `git log`...; no `rm`, `sed -i`, `> file`, `| xargs`,
+  builds or test runs: a prior run never stands in for those), and the current call either
+  is the prior one in another order or spelling, or adds only operands to a program whose
+  operands are inputs (`rg foo src tests` contains `rg foo src`; `git diff HEAD~3 src` is
+  not `git diff src`);
 - either the prior fragment is the whole prior Work, or it is one clause of a batched
   prior command and result lines ground it: they hold what the clause looks for (its
   identifying units other than paths) and are not an echo of a clause.
@@ -27,6 +33,8 @@ file with the same suffix, or a pipeline with another stage are different units.
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
@@ -42,12 +50,27 @@ READ_TOOLS = frozenset({"read", "grep", "glob", "ls", "view"})
 # so it never carries identity on its own (and its output changes with every edit).
 SUBCOMMAND_PROGRAMS = frozenset({"git", "docker", "npm", "pnpm", "yarn", "cargo", "go", "pip", "pip3", "uv", "poetry", "kubectl",
                                  "gh", "brew", "apt", "apt-get", "conda", "dotnet", "bundle", "gradle", "mvn", "terraform", "helm"})
+# Programs that only read, whose output a repeat would reproduce: the only ones whose prior
+# run may stand in for a new one. Writes (`rm`, `sed -i`, `> file`), builds and test runs
+# execute or change things, so a prior run never makes them redundant.
+READ_ONLY_PROGRAMS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "ack", "cat", "head", "tail", "less", "more", "sed", "awk",
+                                "find", "ls", "tree", "wc", "stat", "file", "du", "df", "nl", "sort", "uniq", "cut", "tr", "jq",
+                                "diff", "cmp", "readlink", "realpath", "basename", "dirname", "pwd", "which", "git"})
+# Programs whose extra operands only add inputs (more files, more directories): the output
+# of fewer operands is a part of the output of more. For every other read-only program a
+# prior run stands in only for the same command, in any order (`git diff HEAD~3 src` is not
+# `git diff src`).
+ADDITIVE_PROGRAMS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "ack", "cat", "ls", "tree", "wc", "stat", "file", "du"})
+GIT_READS = frozenset({"log", "show", "diff", "status", "blame", "grep", "ls-files", "ls-tree", "rev-parse", "describe", "shortlog"})
+WRITE_OPTIONS = {"sed": {"i", "in-place"}, "find": {"delete", "exec", "execdir", "ok", "fprint", "fls"}, "sort": {"o", "output"}}
+
 # Options of those programs that take the next word as their argument (`git -C dir status`).
 GLOBAL_ARG_OPTIONS = frozenset({"c", "git-dir", "work-tree", "namespace", "n", "context", "host", "h", "config", "kubeconfig",
-                                "f", "file", "p", "project-directory", "manifest-path", "chdir", "directory", "prefix", "cwd"})
+                                "f", "file", "project-directory", "manifest-path", "chdir", "directory", "prefix", "cwd"})
 RARE_CAP = 64  # a unit in more prior Works than this names nothing specific, however large the store
 ADVICE_SHARE = 1 / 3  # least share of one side's identifying weight an advisory match must cover
-GROUND_CAP = 200_000  # characters of a prior output searched for grounding lines
+GROUND_CAP = 200_000
+re_redirect = re.compile(r"(?<![<>&|0-9])>{1,2}(?!&)|\btee\b")  # output into a file (not `2>&1`)  # characters of a prior output searched for grounding lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +135,37 @@ def patterns_of(work: Atom) -> tuple[Pattern, ...]:
         lg = logical(surfaces[0])
         return (Pattern(surfaces[0], work, True, lg, _framing(lg, name)),)
     return tuple(Pattern(s, Atom.text(s), False, lg, _framing(lg, name)) for s in surfaces for lg in [logical(s)])
+
+
+def _read_only(p: "Pattern", lg: Logical) -> tuple[bool, bool]:
+    """(only reads, extra operands only add inputs) for one shell clause; (False, False) otherwise.
+
+    Every stage of a pipeline must read only (`| xargs rm` writes), and a redirection into
+    a file (`>`) writes.
+    """
+    if p.framing < 2 or not p.text.partition("\n")[0].casefold() in SHELL_TOOLS:
+        return False, False
+    clause = p.text.partition("\n")[2]
+    if re_redirect.search(clause):
+        return False, False
+    stages = clause.split("|")
+    additive = len(stages) == 1
+    for stage in stages:
+        words = stage.split()
+        if not words:
+            continue
+        prog = unicodedata.normalize("NFKC", words[0].rsplit("/", 1)[-1]).casefold()
+        if prog not in READ_ONLY_PROGRAMS:
+            return False, False
+        opts = {w.lstrip("-").split("=")[0] for w in words[1:] if w.startswith("-")}
+        if opts & WRITE_OPTIONS.get(prog, set()):
+            return False, False
+        if prog == "git":
+            sub = unicodedata.normalize("NFKC", next((w for w in words[1:] if not w.startswith("-")), "")).casefold()
+            if sub not in GIT_READS:
+                return False, False
+        additive = additive and prog in ADDITIVE_PROGRAMS
+    return True, additive
 
 
 def identifying(t: str) -> bool:
@@ -208,6 +262,8 @@ class Match:
     din_weight: float
     past_identity: float  # identifying weight of the covered prior units
     anchored: bool  # a shared unit is rare in the corpus (names something specific)
+    reads: bool  # both fragments only read (a prior run can stand in for a repeat)
+    additive: bool  # extra operands in the current call only add inputs (containment is enough)
     new_options: bool  # the current fragment has option units the prior one lacks
     past_frag: Atom
     cur_frag: Atom
@@ -219,7 +275,7 @@ class Match:
     def completed(self) -> bool:
         """The forward reusable-work gate (see the module docstring)."""
         return (not self.retrieved and self.tool and self.pin and self.past_identity > 0 and not self.new_options
-                and (self.past.whole or self.grounded is not None))
+                and self.reads and (self.din or self.additive) and (self.past.whole or self.grounded is not None))
 
     @property
     def relevant(self) -> bool:
@@ -236,18 +292,24 @@ class Match:
         return self.cur_frag if self.tool else self.demand
 
 
+def unit_key(lg: Logical, u) -> str:
+    """What a unit is compared by: its folded text, but an option as written (`-r` is not `-R`)."""
+    return "-" + lg.source[u.start:u.end] if u.option else u.text
+
+
 def _cover(a: Logical, b: Logical) -> tuple[list[int], list[int]]:
     """Orderless one-to-one cover: units of a found in b and units of b found in a (first occurrences)."""
-    left = Counter(u.text for u in b.units)
-    right = Counter(u.text for u in a.units)
+    ka = [unit_key(a, u) for u in a.units]
+    kb = [unit_key(b, u) for u in b.units]
+    left, right = Counter(kb), Counter(ka)
     ia, ib = [], []
-    for i, u in enumerate(a.units):
-        if left[u.text] > 0:
-            left[u.text] -= 1
+    for i, k in enumerate(ka):
+        if left[k] > 0:
+            left[k] -= 1
             ia.append(i)
-    for i, u in enumerate(b.units):
-        if right[u.text] > 0:
-            right[u.text] -= 1
+    for i, k in enumerate(kb):
+        if right[k] > 0:
+            right[k] -= 1
             ib.append(i)
     return ia, ib
 
@@ -274,9 +336,12 @@ def match_pair(corpus: Corpus, demand: Value, cur: Pattern, ci: int, pi: int, wc
     covered_wc = sum(wc[i] for i in ic)
     if covered_wp == 0 and covered_wc == 0:
         return None  # nothing identifying is shared: syntax or prose overlap only
-    past_opts = Counter(u.text for u in past.lg.units if u.option)
-    cur_opts = Counter(u.text for u in cur.lg.units if u.option)
+    past_opts = Counter(unit_key(past.lg, u) for u in past.lg.units if u.option)
+    cur_opts = Counter(unit_key(cur.lg, u) for u in cur.lg.units if u.option)
     cur_frag = _frag(cur, ic)
+    pr, pa = _read_only(past, past.lg)
+    cr, ca = _read_only(cur, cur.lg)
+    reads, additive = pr and cr, pa and ca
     grounded = None
     if cand.tool and len(ip) == len(past.lg.units) and not past.whole:
         grounded = _ground(corpus, ci, [cur.lg.units[i].text for i in ic if wc[i] > 0 and not _pathlike(cur.lg.units[i].text)],
@@ -286,6 +351,7 @@ def match_pair(corpus: Corpus, demand: Value, cur: Pattern, ci: int, pi: int, wc
         pin=len(ip) == len(past.lg.units), din=len(ic) == len(cur.lg.units),
         pin_weight=covered_wp / (sum(wp) or 1.0), din_weight=covered_wc / (sum(wc) or 1.0),
         past_identity=covered_wp, anchored=any(corpus.rare(past.lg.units[i].text) for i in ip),
+        reads=reads, additive=additive,
         new_options=bool(cur_opts - past_opts),
         past_frag=_frag(past, ip), cur_frag=cur_frag, grounded=grounded, tool=cand.tool,
     )
@@ -314,7 +380,7 @@ def _ground(corpus: Corpus, ci: int, texts: list[str], clauses: list[str]) -> At
     kept = []
     for line in (result_lines(lg.source, spans) or "").split("\n"):
         bare = line.strip().lstrip("+$> ").strip()
-        if bare and not any(c in bare for c in echo):
+        if bare and bare not in echo:
             kept.append(line)
     return Atom.text("\n".join(kept)) if kept else None
 
@@ -343,7 +409,7 @@ def identity_match(corpus: Corpus, demand: Atom, ci: int) -> Match:
     cand = corpus.candidates[ci]
     cur, past = patterns_of(demand)[0], cand.patterns[0]
     whole = Pattern(past.text, cand.work, True, past.lg, past.framing)
-    return Match(demand, ci, whole, cur, True, True, 1.0, 1.0, 1.0, True, False, cand.work, demand, None, cand.tool)
+    return Match(demand, ci, whole, cur, True, True, 1.0, 1.0, 1.0, True, True, True, False, cand.work, demand, None, cand.tool)
 
 
 def projection_outcome(corpus: Corpus, m: Match) -> Atom:

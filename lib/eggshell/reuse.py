@@ -59,7 +59,8 @@ def _retrieved(corpus: Corpus, inquiry: Atom, ci: int) -> Match:
     cand = corpus.candidates[ci]
     cur = patterns_of(inquiry)[0]
     past = cand.patterns[0]
-    return Match(inquiry, ci, past, cur, False, False, 0.0, 0.0, 0.0, False, False, cand.work, inquiry, None, cand.tool, retrieved=True)
+    return Match(inquiry, ci, past, cur, False, False, 0.0, 0.0, 0.0, False, False, False, False, cand.work, inquiry, None, cand.tool,
+                 retrieved=True)
 
 
 def discover(corpus: Corpus, stored_alls: Sequence[Apply], inquiry: Atom, *, persistent: Sequence[Union] = (),

@@ -126,12 +126,13 @@ turn() { # turn TURN PROMPT COMMAND OUTPUT [ANSWER]
   [ -z "$(find "$EGGSHELL_DATA_ROOT/journal" -name '*.ndjson')" ]
   hook "$(payload SessionStart)"
   [ "$(jq -r .systemMessage <<<"$output")" = "Eggshell: recording this project; 1 prior turn in .eggs/work.egg." ]
-  hook "$(payload UserPromptSubmit '{"turn_id":"t2","prompt":"how is the late_fee calculated?"}')"
+  # a later chat (its own session): the first one holds its turn in its own history already
+  hook "$(payload UserPromptSubmit '{"turn_id":"t2","session_id":"chat-2","prompt":"how is the late_fee calculated?"}')"
   [ "$(jq -r .hookSpecificOutput.hookEventName <<<"$output")" = UserPromptSubmit ]
   ctx="$(jq -r .hookSpecificOutput.additionalContext <<<"$output")"
   [[ "$ctx" == *"late_fee is computed in src/billing.py, line 42"* ]]
   [[ "$ctx" == *"src/billing.py:42: def late_fee(days):"* ]]
-  hook "$(payload UserPromptSubmit '{"turn_id":"t3","prompt":"set up the kubernetes helm chart"}')"
+  hook "$(payload UserPromptSubmit '{"turn_id":"t3","session_id":"chat-3","prompt":"set up the kubernetes helm chart"}')"
   [ "$output" = "{}" ]
   [ ! -e "$LOG" ]
 }

@@ -60,7 +60,7 @@ save_sample() {
   save_sample
   query_line "configure the kubernetes helm chart" >"$T/q.ndjson"
   run -0 --separate-stderr sh -c '"$1/egg-query" --egg "$2" <"$3" | "$1/egg-extract" --egg "$2"' _ "$BIN" "$EGG" "$T/q.ndjson"
-  [ "$output" = '{"handoff":{"text":"","keys":[],"omitted":[]}}' ]
+  [ "$output" = '{"handoff":{"text":"","keys":[],"omitted":[],"deny":false,"covered":[]}}' ]
 }
 
 @test "malformed lines are answered in step and make the exit status 1" {

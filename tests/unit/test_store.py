@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import helpers
 from helpers import (
     commit_line,
     egg_lines,

@@ -8,7 +8,7 @@ from hypothesis import given
 from helpers import bash, tool_call, turn_record
 from helpers.strategies import turn_records
 from eggshell import records
-from eggshell.identity import canonical_json, content_hex
+from eggshell.identity import content_hex
 from eggshell.store import Store
 from eggshell.turns import (
     INTERRUPTED,
