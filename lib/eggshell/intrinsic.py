@@ -143,7 +143,10 @@ def _read_only(p: "Pattern", lg: Logical) -> tuple[bool, bool]:
     Every stage of a pipeline must read only (`| xargs rm` writes), and a redirection into
     a file (`>`) writes.
     """
-    if p.framing < 2 or not p.text.partition("\n")[0].casefold() in SHELL_TOOLS:
+    tool = p.text.partition("\n")[0].casefold() if "\n" in p.text else ""
+    if tool in READ_TOOLS:
+        return True, False  # a read tool (Read, Grep, Glob, LS): the same input reads the same thing
+    if p.framing < 2 or tool not in SHELL_TOOLS:
         return False, False
     clause = p.text.partition("\n")[2]
     if re_redirect.search(clause):

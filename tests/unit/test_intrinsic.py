@@ -17,7 +17,7 @@ import json
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from eggshell.intrinsic import (
@@ -36,38 +36,11 @@ from eggshell.intrinsic import (
     tool_name,
 )
 from eggshell.logical import logical
-from eggshell.turns import compile_turn, parse_turn, work_text
+from eggshell.turns import work_text
 from eggshell.values import Atom, E, Op, S, apply
+from helpers.reuse import LAW, PATHS, bash, commands, corpora, corpus_of, logical_units, prior, render, turn
 
-# -- factories --------------------------------------------------------------------------
-
-
-def bash(cmd: str) -> Atom:
-    return Atom.text(work_text("Bash", {"command": cmd}))
-
-
-def turn(tid: str, prompt: str, calls, answer: str | None = "done", session: str = "s1", tool: str = "Bash"):
-    """A compiled turn: `calls` are (command, output) pairs run with `tool`."""
-    d = {
-        "session": session,
-        "turn": tid,
-        "cwd": "",
-        "prompt": prompt,
-        "tools": [{"name": tool, "id": "%s-c%d" % (tid, i), "input": {"command": c}, "output": o} for i, (c, o) in enumerate(calls)],
-        "answer": answer,
-    }
-    return compile_turn(parse_turn(d))
-
-
-def corpus_of(*compiled):
-    roots = [v for c in compiled for v in c.roots]
-    alls = [c.decomposition for c in compiled]
-    return Corpus(candidates_from(roots, alls)), alls
-
-
-def prior(*calls, prompt: str = "look around", answer: str | None = "done"):
-    """A corpus of one turn with these (command, output) calls."""
-    return corpus_of(turn("t1", prompt, list(calls), answer))
+# -- factories (bash, turn, corpus_of, prior: helpers.reuse) --------------------------------
 
 
 def matches(corpus: Corpus, demand: Atom) -> list:
@@ -94,13 +67,9 @@ def owner_edges(corpus: Corpus) -> set:
 # -- the oracle (docstring rules on the logical units) -------------------------------------
 
 
-def _units(text: str):
-    return logical(text).units
-
-
 def oracle_forward(m) -> bool:
-    past = Counter(u.text for u in _units(m.past.text))
-    cur = Counter(u.text for u in _units(m.cur.text))
+    past = Counter(u.text for u in logical_units(m.past.text))
+    cur = Counter(u.text for u in logical_units(m.cur.text))
     return not (past - cur)
 
 
@@ -126,7 +95,7 @@ def oracle_framing(text: str) -> int:
 
 def oracle_identity(m) -> bool:
     f = oracle_framing(m.past.text)
-    return any(i >= f and not u.option and identifying(u.text) for i, u in enumerate(_units(m.past.text)))
+    return any(i >= f and not u.option and identifying(u.text) for i, u in enumerate(logical_units(m.past.text)))
 
 
 def oracle_new_options(m) -> bool:
@@ -150,14 +119,14 @@ def oracle_grounded(corpus: Corpus, m) -> Atom | None:
     looks for (identifying, not framing, not an option, not a path) that are not an echo of a clause."""
     cand = corpus.candidates[m.cand]
     f = oracle_framing(m.cur.text)
-    want = {u.text for i, u in enumerate(_units(m.cur.text))
+    want = {u.text for i, u in enumerate(logical_units(m.cur.text))
             if i >= f and not u.option and identifying(u.text) and "/" not in u.text and "." not in u.text}
-    want &= {u.text for u in _units(m.past.text)}
+    want &= {u.text for u in logical_units(m.past.text)}
     clauses = [p.text.partition("\n")[2].strip() for p in cand.patterns]
     kept = []
     for line in (cand.outcome.as_text() or "").split("\n"):
         bare = line.strip().lstrip("+$> ").strip()
-        if want & {u.text for u in _units(line)} and bare and bare not in clauses:
+        if want & {u.text for u in logical_units(line)} and bare and bare not in clauses:
             kept.append(line)
     return Atom.text("\n".join(kept)) if kept else None
 
@@ -207,85 +176,12 @@ def check_gate(corpus: Corpus, m) -> None:
         assert m.grounded == oracle_grounded(corpus, m)
 
 
-# Each law example compiles a few turns and builds a corpus: two thirds of the profile's
-# examples keep both files well under 20 s by default (HYPOTHESIS_PROFILE=thorough still scales up).
-LAW = settings(settings.default, max_examples=max(20, settings.default.max_examples * 2 // 3))
-
-# -- strategies ---------------------------------------------------------------------------
-
-VERBS = ["rg", "grep", "cat", "ls", "sed", "head", "git", "pytest", "find", "wc"]
-OPTIONS = ["-n", "-l", "-v", "-la", "-i", "-C3", "--hidden"]
-PATHS = ["src", "tests", "lib/config.py", "src/config.py", "a.py", "b.py", "docs/readme.md"]
-SYMBOLS = ["parse_config", "load_env", "main", "TODO", "Config"]
-WORDS = ["where", "is", "the", "config", "loaded", "fix", "failing", "please", "check", "why", "parse_config", "load_env", "src", "tests"]
-
-
-@st.composite
-def simple_cmds(draw):
-    verb = draw(st.sampled_from(VERBS))
-    opts = draw(st.lists(st.sampled_from(OPTIONS), max_size=2, unique=True))
-    args = draw(st.lists(st.sampled_from(PATHS + SYMBOLS), min_size=1, max_size=3))
-    return (verb, tuple(opts), tuple(args))
-
-
-def render_simple(s) -> str:
-    verb, opts, args = s
-    return " ".join([verb, *opts, *args])
-
-
-@st.composite
-def commands(draw):
-    """A command as clauses of pipelines: ((simple, ...), ...) plus the separators between clauses."""
-    clauses = draw(st.lists(st.lists(simple_cmds(), min_size=1, max_size=2).map(tuple), min_size=1, max_size=3).map(tuple))
-    seps = tuple(draw(st.sampled_from([" && ", "; "])) for _ in clauses[1:])
-    return clauses, seps
-
-
-def render(cmd) -> str:
-    clauses, seps = cmd
-    parts = [" | ".join(render_simple(s) for s in c) for c in clauses]
-    out = parts[0]
-    for sep, p in zip(seps, parts[1:]):
-        out += sep + p
-    return out
-
-
-@st.composite
-def outputs(draw, cmd):
-    """Output lines naming some of the command's paths and symbols, or unrelated text."""
-    names = [a for c in cmd[0] for s in c for a in s[2]] or ["x"]
-    kind = draw(st.sampled_from(["grep", "opaque", "empty", "mixed"]))
-    if kind == "empty":
-        return ""
-    if kind == "opaque":
-        return "%d passed\n" % draw(st.integers(1, 9))
-    lines = []
-    for _ in range(draw(st.integers(1, 4))):
-        a = draw(st.sampled_from(names + (WORDS if kind == "mixed" else [])))
-        lines.append("%s:%d:%s" % (draw(st.sampled_from(PATHS)), draw(st.integers(1, 99)), a))
-    return "\n".join(lines) + "\n"
-
-
-@st.composite
-def corpora(draw):
-    """(corpus, alls, structured commands of the stored calls)."""
-    compiled, stored = [], []
-    for t in range(draw(st.integers(1, 3))):
-        calls = []
-        for _ in range(draw(st.integers(1, 3))):
-            c = draw(commands())
-            stored.append(c)
-            calls.append((render(c), draw(outputs(c))))
-        prompt = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=2, max_size=7)))
-        answer = draw(st.one_of(st.none(), st.sampled_from(["done", "parse_config is in src/config.py"])))
-        compiled.append(turn("t%d" % t, prompt, calls, answer))
-    corpus, alls = corpus_of(*compiled)
-    return corpus, alls, stored
+# -- strategies (the shell vocabulary, commands, corpora: helpers.reuse) -------------------
 
 
 @st.composite
 def match_scenarios(draw):
-    corpus, _alls, stored = draw(corpora())
+    corpus, _alls, stored, _asked = draw(corpora())
     cmd = draw(st.one_of(st.sampled_from(stored), commands()))
     return corpus, bash(render(cmd))
 

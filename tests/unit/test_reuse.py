@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from eggshell.extraction import (
@@ -43,7 +43,6 @@ from eggshell.intrinsic import (
     GLOBAL_ARG_OPTIONS,
     SUBCOMMAND_PROGRAMS,
     Corpus,
-    candidates_from,
     find,
     identifying,
     projected_edge,
@@ -51,37 +50,27 @@ from eggshell.intrinsic import (
 from eggshell.logical import logical
 from eggshell.quotient import Union, build
 from eggshell.reuse import discover
-from eggshell.turns import REMAINDER_MARKER, compile_turn, parse_turn, work_text
+from eggshell.turns import REMAINDER_MARKER
 from eggshell.values import Atom, E, Op, same_exact_footprint
+from helpers.reuse import (
+    LAW,
+    PATHS,
+    bash,
+    commands,
+    corpora,
+    corpus_of,
+    logical_units,
+    prior,
+    prompts,
+    render,
+    turn,
+)
 
-# -- factories --------------------------------------------------------------------------
-
-
-def bash(cmd: str) -> Atom:
-    return Atom.text(work_text("Bash", {"command": cmd}))
-
-
-def turn(tid: str, prompt: str, calls, answer: str | None = "done", session: str = "s1"):
-    """A compiled turn: `calls` are (command, output) pairs run with Bash."""
-    d = {
-        "session": session,
-        "turn": tid,
-        "cwd": "",
-        "prompt": prompt,
-        "tools": [{"name": "Bash", "id": "%s-c%d" % (tid, i), "input": {"command": c}, "output": o} for i, (c, o) in enumerate(calls)],
-        "answer": answer,
-    }
-    return compile_turn(parse_turn(d))
-
-
-def corpus_of(*compiled):
-    roots = [v for c in compiled for v in c.roots]
-    alls = [c.decomposition for c in compiled]
-    return Corpus(candidates_from(roots, alls)), alls
+# -- factories (bash, turn, corpus_of, prior: helpers.reuse) --------------------------------
 
 
 def plan_for(calls, inquiry: Atom, *, prompt: str = "look around", answer: str | None = "done", **kw):
-    corpus, alls = corpus_of(turn("t1", prompt, list(calls), answer))
+    corpus, alls = prior(*calls, prompt=prompt, answer=answer)
     p = discover(corpus, alls, inquiry, **kw)
     assert p is not None
     return corpus, p
@@ -121,81 +110,8 @@ def plan_eq(p):
     return build([p.inquiry, *(u.left for u in p.unions), *(u.right for u in p.unions)], p.unions)
 
 
-# Each law example compiles a few turns and builds a corpus: two thirds of the profile's
-# examples keep both files well under 20 s by default (HYPOTHESIS_PROFILE=thorough still scales up).
-LAW = settings(settings.default, max_examples=max(20, settings.default.max_examples * 2 // 3))
-
-# -- strategies ---------------------------------------------------------------------------
-
-VERBS = ["rg", "grep", "cat", "ls", "sed", "head", "git", "pytest", "find", "wc"]
-OPTIONS = ["-n", "-l", "-v", "-la", "-i", "-C3", "--hidden"]
-PATHS = ["src", "tests", "lib/config.py", "src/config.py", "a.py", "b.py", "docs/readme.md"]
-SYMBOLS = ["parse_config", "load_env", "main", "TODO", "Config"]
-WORDS = ["where", "is", "the", "config", "loaded", "fix", "failing", "please", "check", "why", "parse_config", "load_env", "src", "tests"]
-
-
-@st.composite
-def simple_cmds(draw):
-    verb = draw(st.sampled_from(VERBS))
-    opts = draw(st.lists(st.sampled_from(OPTIONS), max_size=2, unique=True))
-    args = draw(st.lists(st.sampled_from(PATHS + SYMBOLS), min_size=1, max_size=3))
-    return (verb, tuple(opts), tuple(args))
-
-
-@st.composite
-def commands(draw):
-    """((pipeline, ...), separators): a pipeline is a tuple of (verb, options, operands)."""
-    clauses = draw(st.lists(st.lists(simple_cmds(), min_size=1, max_size=2).map(tuple), min_size=1, max_size=3).map(tuple))
-    seps = tuple(draw(st.sampled_from([" && ", "; "])) for _ in clauses[1:])
-    return clauses, seps
-
-
-def render(cmd) -> str:
-    clauses, seps = cmd
-    parts = [" | ".join(" ".join([v, *o, *a]) for v, o, a in c) for c in clauses]
-    out = parts[0]
-    for sep, p in zip(seps, parts[1:]):
-        out += sep + p
-    return out
-
-
-@st.composite
-def outputs(draw, cmd):
-    names = [a for c in cmd[0] for s in c for a in s[2]]
-    kind = draw(st.sampled_from(["grep", "opaque", "empty", "mixed", "echo"]))
-    if kind == "empty":
-        return ""
-    if kind == "opaque":
-        return "%d passed\n" % draw(st.integers(1, 9))
-    if kind == "echo":
-        return "+ %s\n" % render(cmd)
-    lines = []
-    for _ in range(draw(st.integers(1, 4))):
-        a = draw(st.sampled_from(names + (WORDS if kind == "mixed" else [])))
-        lines.append("%s:%d:%s" % (draw(st.sampled_from(PATHS)), draw(st.integers(1, 99)), a))
-    return "\n".join(lines) + "\n"
-
-
-def prompts():
-    return st.lists(st.sampled_from(WORDS), min_size=2, max_size=7).map(" ".join)
-
-
-@st.composite
-def corpora(draw):
-    """(corpus, alls, stored structured commands, stored prompts)."""
-    compiled, stored, asked = [], [], []
-    for t in range(draw(st.integers(1, 3))):
-        calls = []
-        for _ in range(draw(st.integers(1, 3))):
-            c = draw(commands())
-            stored.append(c)
-            calls.append((render(c), draw(outputs(c))))
-        prompt = draw(prompts())
-        asked.append(prompt)
-        answer = draw(st.one_of(st.none(), st.sampled_from(["done", "parse_config is in src/config.py"])))
-        compiled.append(turn("t%d" % t, prompt, calls, answer))
-    corpus, alls = corpus_of(*compiled)
-    return corpus, alls, stored, asked
+# -- strategies (the shell vocabulary, commands, outputs, prompts, corpora: helpers.reuse) -
+# Here stored outputs may also be a `set -x` trace of their command: corpora(echo=True).
 
 
 @st.composite
@@ -233,7 +149,7 @@ def respelled(draw, cmd):
 
 @st.composite
 def scenarios(draw, kinds=("stored", "respelled", "command", "prompt", "stored_prompt")):
-    corpus, alls, stored, asked = draw(corpora())
+    corpus, alls, stored, asked = draw(corpora(echo=True))
     kind = draw(st.sampled_from(kinds))
     if kind == "stored":
         inquiry = bash(render(draw(st.sampled_from(stored))))
@@ -258,10 +174,6 @@ def run(s, **kw):
 # -- law 1: the forward reusable-work gate ------------------------------------------------
 
 
-def _units(text):
-    return logical(text).units
-
-
 @LAW
 @given(scenarios())
 def test_law_completed_selected_pass_the_forward_gate(s):
@@ -273,7 +185,7 @@ def test_law_completed_selected_pass_the_forward_gate(s):
         assert m.past.whole or m.grounded is not None
         assert m.completed
         # the same, from the text: prior units inside the current ones, identity, no new option
-        past, cur = _units(m.past.text), _units(m.cur.text)
+        past, cur = logical_units(m.past.text), logical_units(m.cur.text)
         assert not (Counter(u.text for u in past) - Counter(u.text for u in cur))
         assert any(i >= m.past.framing and not u.option and identifying(u.text) for i, u in enumerate(past))
         assert not (Counter(u.text for u in cur if u.option) - Counter(u.text for u in past if u.option))
@@ -451,7 +363,7 @@ def test_law_evidence_only_trims_what_is_already_shown(s, data):
 
 
 @LAW
-@given(corpora(), st.data())
+@given(corpora(echo=True), st.data())
 def test_law_spelling_does_not_change_what_completes(c, data):
     corpus, alls, stored, _ = c
     cmd = data.draw(st.one_of(st.sampled_from(stored), commands()))

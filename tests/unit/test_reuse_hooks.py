@@ -15,8 +15,8 @@ import os
 
 from eggshell.delivery import Deliveries
 from eggshell.store import Store
-from eggshell.values import Atom
 from eggshell.turns import work_text
+from helpers.reuse import bash
 from test_hook import Env  # noqa: F401 - the same isolated environment as the hook tests
 import pytest
 
@@ -98,8 +98,8 @@ def test_edits_are_never_denied(env):
 
 def test_a_persistent_union_counts_as_identity(env):
     store = Store.open(env.egg)
-    prior = Atom.text(work_text("Bash", {"command": "pytest -q tests/test_config.py"}))
-    alias = Atom.text(work_text("Bash", {"command": "make check"}))
+    prior = bash("pytest -q tests/test_config.py")
+    alias = bash("make check")
     store.commit([], unions=[(alias, prior)])
     reason = denied(pre(env, "make check"))
     assert reason is not None and "3 passed" in reason
@@ -140,3 +140,15 @@ def test_evidence_over_budget_is_listed_by_a_key_egg_show_reads(env):
     key = h.omitted[0]
     assert key in h.text and h.delivered == ()  # named, not delivered
     assert Store.open(env.egg).graph.lookup(key)  # the key `egg show` reads (tests/e2e runs egg show itself)
+
+
+def test_a_repeated_read_tool_call_is_denied(env):
+    # Claude Code's Read tool: the same input reads the same file
+    read = {"file_path": "src/config.py"}
+    env.respond(env.prompt("read the config", turn="r1", session_id="chat-0"))
+    env.respond(env.ev("PostToolUse", session="chat-0", turn_id="r1", tool_name="Read", tool_input=read,
+                       tool_response="def parse_config(path):\n    ...\n", tool_use_id="r-1"))
+    env.respond(env.stop("read it", turn="r1", session_id="chat-0"))
+    reason = denied(pre(env, "", tool="Read", tool_input=read))
+    assert reason is not None and "def parse_config(path):" in reason
+    assert denied(pre(env, "", tool="Read", tool_input={"file_path": "src/other.py"}, session="chat-4")) is None

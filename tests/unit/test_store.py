@@ -812,7 +812,7 @@ def test_refresh_on_a_truncated_file_starts_over(egg):
 
 
 def test_compact_keeps_roots_unions_unlinks_and_authority(egg):
-    s = _rich_store(egg)
+    _rich_store(egg)
     with open(egg, "ab") as f:
         f.write(read_bytes(egg).split(b"\n", 1)[1])  # every record twice
         f.writelines(node_lines([Atom.text("orphan")]))
