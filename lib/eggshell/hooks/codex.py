@@ -94,13 +94,13 @@ def _staged(journal: Journal, session: str, turn: str | None) -> list:
 
 
 def _reuse(cfg, paths: Paths, session: str, inquiry: str, shown: str, effects: list | None, *, staged=(), retrieved=(),
-           enforce: bool = False, evidence: str | None = None):
+           enforce: bool = False, evidence: str | None = None, stores=None):
     """Run the reuse engine for one inquiry; the delivery keys are recorded once the reply is out."""
     from ..delivery import Deliveries
     from ..engine import handoff, workspace
     from ..store import Store
 
-    ws = workspace((Store.open(p).graph for p in cfg.read_eggs), staged)
+    ws = workspace((st.graph for st in (stores if stores is not None else (Store.open(p) for p in cfg.read_eggs))), staged)
     chat = Deliveries(paths.state_dir, session, _log(paths))
     state = chat.load()
     h = handoff(ws, inquiry, shown, retrieved=retrieved, budget=cfg.handoff_chars, delivered=state.delivered, session=session,
@@ -207,7 +207,7 @@ def handle(payload: Any, paths: Paths, effects: list | None = None) -> dict:
         # Retrieval nominates whole turns and their tool calls that share terms with the
         # prompt; the engine adds what intrinsic matching proves and renders it all.
         retrieved = [i for v in views for i in (v.id, *(t.id for t in relevant_tools(v, prompt)))]
-        h = _reuse(cfg, paths, session, prompt, prompt, effects, retrieved=retrieved)
+        h = _reuse(cfg, paths, session, prompt, prompt, effects, retrieved=retrieved, stores=searcher.stores)  # loaded once
         return _context("UserPromptSubmit", h.text)
 
     if event == "Stop":
