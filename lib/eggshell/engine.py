@@ -14,7 +14,8 @@ from typing import Callable, Iterable
 
 from .handoff import DEFAULT_BUDGET, PlanHandoff, owner_of, render_plan
 from .identity import content_hex
-from .intrinsic import Candidate, Corpus, candidates_from, deniable
+from .commands import deniable
+from .intrinsic import Candidate, Corpus, candidates_from
 from .quotient import Union
 from .reuse import Plan, discover
 from .values import Apply, Atom, Op, Value

@@ -20,12 +20,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from eggshell.commands import GLOBAL_ARG_OPTIONS, SUBCOMMAND_PROGRAMS, deniable, tool_name
 from eggshell.intrinsic import (
-    GLOBAL_ARG_OPTIONS,
-    SUBCOMMAND_PROGRAMS,
     Corpus,
     candidates_from,
-    deniable,
     find,
     identifying,
     identity_match,
@@ -33,7 +31,6 @@ from eggshell.intrinsic import (
     patterns_of,
     projected_edge,
     projection_outcome,
-    tool_name,
 )
 from eggshell.logical import logical
 from eggshell.turns import work_text
@@ -135,7 +132,7 @@ def oracle_reads(text: str) -> tuple[bool, bool]:
     """(only reads, operands only add inputs) of a "Bash\n<clause>" pattern, from the docstring's rule."""
     import unicodedata
 
-    from eggshell.intrinsic import ADDITIVE_PROGRAMS, GIT_READS, READ_ONLY_PROGRAMS
+    from eggshell.commands import ADDITIVE_PROGRAMS, GIT_READS, READ_ONLY_PROGRAMS
 
     tool, _, clause = text.partition("\n")
     if tool.casefold() != "bash" or ">" in clause.replace("2>&1", "") or " tee " in " %s " % clause:

@@ -39,9 +39,8 @@ from eggshell.extraction import (
     valid_for,
     work_of,
 )
+from eggshell.commands import GLOBAL_ARG_OPTIONS, SUBCOMMAND_PROGRAMS
 from eggshell.intrinsic import (
-    GLOBAL_ARG_OPTIONS,
-    SUBCOMMAND_PROGRAMS,
     Corpus,
     find,
     identifying,
