@@ -69,7 +69,7 @@ def test_handoff_reaches_the_next_chat(prefix, tmp_path):
         out = _egg(prefix, ["install", "codex"], project, tool_env)
         assert str(home.hooks_path) in out
         hooks = json.loads(home.hooks_path.read_text())
-        for event in ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"):
+        for event in ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostCompact", "Stop"):
             commands = [h["command"] for g in hooks["hooks"][event] for h in g["hooks"]]
             assert any("egg-hook" in c for c in commands), event
         _egg(prefix, ["init"], project, tool_env)
