@@ -42,14 +42,11 @@ def workspace(graphs: Iterable, staged: Iterable[Value] = ()) -> Workspace:
     alls = tuple(dict.fromkeys(v for v in [*roots, *staged] if isinstance(v, Apply) and v.op is Op.ALL))
     cands: list[Candidate] = []
     seen: set[Apply] = set()
-    for c in candidates_from(roots, alls):
-        if c.edge not in seen:
-            seen.add(c.edge)
-            cands.append(c)
-    for c in candidates_from(staged, alls):
-        if c.edge not in seen:
-            seen.add(c.edge)
-            cands.append(Candidate(c.edge, c.work, c.outcome, c.tool, c.patterns, staged=True))
+    for values, is_staged in ((roots, False), (staged, True)):
+        for c in candidates_from(values, alls):
+            if c.edge not in seen:
+                seen.add(c.edge)
+                cands.append(Candidate(c.edge, c.work, c.outcome, c.tool, c.patterns, staged=is_staged))
     corpus = Corpus(cands)
     index = {content_hex(c.edge): i for i, c in enumerate(corpus.candidates)}
     return Workspace(corpus, alls, tuple(Union(a, b, "workspace") for a, b in pairs), index)

@@ -80,6 +80,7 @@ def discover(corpus: Corpus, stored_alls: Sequence[Apply], inquiry: Atom, *, per
     frontier: list[Value] = [inquiry]
     continuation: Apply | None = None
     passes = 0
+    edges: dict[tuple, Apply] = {}  # projected edge per hit, built once across passes
     fuel = len(corpus.candidates) + len(stored_alls) + 2
     while True:
         fuel -= 1
@@ -106,19 +107,20 @@ def discover(corpus: Corpus, stored_alls: Sequence[Apply], inquiry: Atom, *, per
         eq = build([inquiry, *(u.left for u in unions), *(u.right for u in unions)], [*persistent, *unions])
         if eq is None:
             return None
-        graph, policy, table = _graph(corpus, eq, by_parent, hits.values(), continuation, inquiry)
+        graph, policy = _graph(corpus, eq, by_parent, hits.values(), continuation, inquiry, edges)
         result = ex.extract(graph, eq, policy, inquiry)
         kids = set(continuation.args[i].target for i in range(1, len(continuation.args))) if continuation else set()
         frontier = [t for t in result.discovery if t not in matched and t not in kids]
         if fuel <= 0 or (not proposed and not frontier):
-            if continuation is None and fuel > 0 and not any(eq.same(p, inquiry) for p in by_parent):
+            decomposed = any(a is not continuation and eq.same(a.args[0].target, inquiry) for a in graph.alls)
+            if continuation is None and fuel > 0 and not decomposed:
                 parts = list(dict.fromkeys(m.projection_work for m in hits.values()
                                            if m.demand == inquiry and m.tool and m.relevant and m.projection_work != inquiry))
                 if parts:
                     continuation = apply(Op.ALL, (S, inquiry), *[(S, p) for p in parts], (S, remainder(inquiry)))
                     passes += 1
                     continue
-            return Plan(inquiry, result, _select(corpus, result, table, hits.values(), inquiry, evidence), tuple(unions), passes, continuation)
+            return Plan(inquiry, result, _select(corpus, result, hits.values(), inquiry, evidence, edges), tuple(unions), passes, continuation)
         passes += 1
 
 
@@ -141,14 +143,23 @@ def _declared(corpus: Corpus, persistent: Sequence[Union]):
     return matches
 
 
-def _graph(corpus: Corpus, eq, by_parent: dict[Value, list[Apply]], hits: Iterable[Match], continuation: Apply | None, inquiry: Atom):
+def _edge(corpus: Corpus, m: Match, edges: dict[tuple, Apply]) -> Apply:
+    key = (m.demand, m.cand, m.past.text, m.cur_frag, m.retrieved)
+    e = edges.get(key)
+    if e is None:
+        e = edges[key] = projected_edge(corpus, m)
+    return e
+
+
+def _graph(corpus: Corpus, eq, by_parent: dict[Value, list[Apply]], hits: Iterable[Match], continuation: Apply | None, inquiry: Atom,
+           edges: dict[tuple, Apply]):
     """The run graph: stored decompositions of demanded Work, projected edges of the hits."""
     table: dict[Apply, str] = {}
     outcomes: list[Apply] = []
     for m in hits:
         if not m.relevant:
             continue
-        e = projected_edge(corpus, m)
+        e = _edge(corpus, m, edges)
         status = ex.COMPLETED if m.completed else ex.ADVISORY
         if table.get(e) != ex.COMPLETED:
             table[e] = status
@@ -165,7 +176,7 @@ def _graph(corpus: Corpus, eq, by_parent: dict[Value, list[Apply]], hits: Iterab
     if continuation is not None:
         alls.insert(0, continuation)
     policy = lambda demand, edge: table.get(edge)  # noqa: E731 - extraction checks the work equality itself
-    return ex.WorkGraph(tuple(alls), tuple(outcomes)), policy, table
+    return ex.WorkGraph(tuple(alls), tuple(outcomes)), policy
 
 
 def _visible_in(evidence: str, outcome: Atom) -> bool:
@@ -177,8 +188,8 @@ def _visible_in(evidence: str, outcome: Atom) -> bool:
     return sum(1 for x in lines if x in shown) * 2 >= len(lines)
 
 
-def _select(corpus: Corpus, result: ex.Extraction, table: dict[Apply, str], hits: Iterable[Match], inquiry: Atom,
-            evidence: str | None) -> tuple[Selected, ...]:
+def _select(corpus: Corpus, result: ex.Extraction, hits: Iterable[Match], inquiry: Atom, evidence: str | None,
+            edges: dict[tuple, Apply]) -> tuple[Selected, ...]:
     """Matches whose projected edge the extraction used: completed first, then tool-level advice."""
     completed = {e for _, e in result.completed_uses}
     advisory = {e for _, e in result.advisory_uses}
@@ -189,7 +200,7 @@ def _select(corpus: Corpus, result: ex.Extraction, table: dict[Apply, str], hits
     for m in sorted(hits, key=lambda m: m.retrieved):
         if not m.relevant:
             continue
-        e = projected_edge(corpus, m)
+        e = _edge(corpus, m, edges)
         if e in seen:
             continue
         status = ex.COMPLETED if e in completed else ex.ADVISORY if e in advisory else None

@@ -144,12 +144,10 @@ def handle(payload: Any, paths: Paths, effects: list | None = None) -> dict:
         cfg = _config.load(paths, cwd)
         if not cfg.enabled:
             return {}
-        from ..intrinsic import canonical_tool_work
-        from ..records import command_of
         from ..turns import normalize_output
 
-        work = canonical_tool_work(_need_str(payload, "tool_name"), payload.get("tool_input"))
-        h = _reuse(cfg, paths, session, work, command_of(work), effects, staged=_staged(journal, session, turn),
+        work, shown = _tool_work(payload)
+        h = _reuse(cfg, paths, session, work, shown, effects, staged=_staged(journal, session, turn),
                    evidence=normalize_output(payload.get("tool_response")))
         return _context("PostToolUse", h.text)
 
@@ -165,11 +163,8 @@ def handle(payload: Any, paths: Paths, effects: list | None = None) -> dict:
             return {}
 
     if event == "PreToolUse":
-        from ..intrinsic import canonical_tool_work
-        from ..records import command_of
-
-        work = canonical_tool_work(_need_str(payload, "tool_name"), payload.get("tool_input"))
-        h = _reuse(cfg, paths, session, work, command_of(work), effects, staged=_staged(journal, session, _turn_id(payload, journal, session)),
+        work, shown = _tool_work(payload)
+        h = _reuse(cfg, paths, session, work, shown, effects, staged=_staged(journal, session, _turn_id(payload, journal, session)),
                    enforce=True)
         if h.deny:
             return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": h.text}}
@@ -229,6 +224,15 @@ def handle(payload: Any, paths: Paths, effects: list | None = None) -> dict:
         return {}
 
     return {}  # SessionEnd and other events: nothing to add
+
+
+def _tool_work(payload: dict) -> tuple[str, str]:
+    """(canonical tool Work, the command as people read it) of a tool event."""
+    from ..intrinsic import canonical_tool_work
+    from ..records import command_of
+
+    work = canonical_tool_work(_need_str(payload, "tool_name"), payload.get("tool_input"))
+    return work, command_of(work)
 
 
 def _context(event: str, text: str) -> dict:
