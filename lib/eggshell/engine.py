@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 from .handoff import DEFAULT_BUDGET, PlanHandoff, owner_of, render_plan
 from .identity import content_hex
 from .commands import deniable
-from .intrinsic import Candidate, Corpus, candidates_from
+from .intrinsic import Candidate, Corpus, candidates_from, candidates_under, tool_children
 from .quotient import Union
 from .reuse import Plan, discover
 from .values import Apply, Atom, Op, Value
@@ -50,6 +50,88 @@ def workspace(graphs: Iterable, staged: Iterable[Value] = ()) -> Workspace:
     corpus = Corpus(cands)
     index = {content_hex(c.edge): i for i, c in enumerate(corpus.candidates)}
     return Workspace(corpus, alls, tuple(Union(a, b, "workspace") for a, b in pairs), index)
+
+
+class LiveWorkspace:
+    """The Workspace of some stores, kept current by indexing only what each commit added.
+
+    A warm manager holds one per set of read stores: building the workspace of 10,000
+    stored calls takes most of a second, extending it by one turn a millisecond. The
+    result equals `workspace(graphs, staged)` for a single store (the same candidates in
+    the same order); the rare change that would make an already indexed request Work a
+    tool-level one (a later turn running the request as a tool) rebuilds from scratch.
+    """
+
+    def __init__(self, stores: list):
+        self.stores = list(stores)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._graphs: list = [None] * len(self.stores)
+        self._seen = [0] * len(self.stores)
+        self._corpus = Corpus()
+        self._alls: dict[Apply, None] = {}
+        self._children: set[Value] = set()
+        self._requests: set[Value] = set()  # Works of indexed candidates that are not tool-level
+        self._edges: set[Apply] = set()
+        self._index: dict[str, int] = {}
+
+    def _grow(self) -> None:
+        fresh: list[Value] = []
+        for i, st in enumerate(self.stores):
+            st.refresh()
+            g = st.graph
+            if g is not self._graphs[i] and self._graphs[i] is not None:  # the file was replaced: start over
+                self._reset()
+                return self._grow()
+            self._graphs[i] = g
+            n = len(g.root_ids)
+            if n > self._seen[i]:
+                fresh.extend(g.nodes[r] for r in list(g.root_ids)[self._seen[i]:])
+                self._seen[i] = n
+        if fresh and not self._add(fresh):
+            self._reset()
+            return self._grow()
+
+    def _add(self, values: list[Value]) -> bool:
+        """Index new roots; False when they change an indexed candidate (then rebuild)."""
+        new_alls = [v for v in values if isinstance(v, Apply) and v.op is Op.ALL and v not in self._alls]
+        kids = tool_children(new_alls)
+        if kids & self._requests:
+            return False
+        self._alls.update(dict.fromkeys(new_alls))
+        self._children |= kids
+        cands = [c for c in candidates_under(values, self._children) if c.edge not in self._edges]
+        base = len(self._corpus.candidates)
+        for j, c in enumerate(dict((c.edge, c) for c in cands).values()):
+            self._edges.add(c.edge)
+            self._index[content_hex(c.edge)] = base + j
+            if not c.tool:
+                self._requests.add(c.work)
+            self._corpus.extend([c])
+        return True
+
+    def current(self, staged: Iterable[Value] = ()) -> Workspace:
+        """The workspace now, plus the current turn's staged Values (which are not kept)."""
+        self._grow()
+        unions = tuple(Union(a, b, "workspace") for g in self._graphs if g is not None for a, b in g.unions())
+        staged = list(staged)
+        if not staged:
+            return Workspace(self._corpus, tuple(self._alls), unions, self._index)
+        new_alls = [v for v in dict.fromkeys(staged) if isinstance(v, Apply) and v.op is Op.ALL and v not in self._alls]
+        kids = tool_children(new_alls)
+        if kids & self._requests:
+            return workspace(self._graphs, staged)
+        cands: dict[Apply, Candidate] = {}
+        for c in candidates_under(staged, self._children | kids):
+            if c.edge not in self._edges and c.edge not in cands:
+                cands[c.edge] = Candidate(c.edge, c.work, c.outcome, c.tool, c.patterns, staged=True)
+        corpus = self._corpus.plus(list(cands.values())) if cands else self._corpus
+        index = dict(self._index)
+        base = len(self._corpus.candidates)
+        for j, e in enumerate(cands):
+            index[content_hex(e)] = base + j
+        return Workspace(corpus, (*self._alls, *new_alls), unions, index)
 
 
 def plan(ws: Workspace, inquiry: str, *, retrieved: Iterable[str] = (), local_union: bool = True,

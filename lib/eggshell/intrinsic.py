@@ -95,12 +95,24 @@ class Corpus:
     a single command weighs as much as there are candidates.
     """
 
-    def __init__(self, candidates: Iterable[Candidate]):
-        self.candidates: list[Candidate] = list(candidates)
+    def __init__(self, candidates: Iterable[Candidate] = ()):
+        self.candidates: list[Candidate] = []
         self.df: Counter[str] = Counter()
         self.postings: dict[str, list[tuple[int, int]]] = {}
         self.sizes: dict[tuple[int, int], int] = {}  # distinct unit texts per pattern
-        for ci, c in enumerate(self.candidates):
+        self._outcome_lg: dict[int, Logical] = {}
+        self._weights: dict[tuple[int, int], list[float]] = {}
+        self.extend(candidates)
+
+    def extend(self, candidates: Iterable[Candidate]) -> None:
+        """Index more candidates in place: a warm process adds each commit's new edges only.
+
+        Lists in `postings` are appended to, so a corpus made by `plus` must not outlive
+        the next `extend` of the corpus it was made from.
+        """
+        for c in candidates:
+            ci = len(self.candidates)
+            self.candidates.append(c)
             seen: set[str] = set()
             for pi, p in enumerate(c.patterns):
                 distinct = {u.text for u in p.lg.units}
@@ -109,8 +121,27 @@ class Corpus:
                     self.postings.setdefault(t, []).append((ci, pi))
                 seen |= distinct
             self.df.update(seen)
-        self._outcome_lg: dict[int, Logical] = {}
-        self._weights: dict[tuple[int, int], list[float]] = {}
+        self._weights.clear()  # rarity depends on the corpus size and df
+
+    def plus(self, candidates: list[Candidate]) -> "Corpus":
+        """This corpus and a few more candidates (the current turn's), leaving this one as it is.
+
+        Copies the tables' top levels and only the posting lists the new candidates touch:
+        far cheaper than indexing every stored call again.
+        """
+        c = Corpus.__new__(Corpus)
+        c.candidates = list(self.candidates)
+        c.df = Counter(self.df)
+        c.postings = dict(self.postings)
+        c.sizes = dict(self.sizes)
+        c._outcome_lg = dict(self._outcome_lg)
+        c._weights = {}
+        touched = {u.text for cand in candidates for p in cand.patterns for u in p.lg.units}
+        for t in touched:
+            if t in c.postings:
+                c.postings[t] = list(c.postings[t])
+        c.extend(candidates)
+        return c
 
     def pattern_weights(self, ci: int, pi: int) -> list[float]:
         w = self._weights.get((ci, pi))
@@ -343,9 +374,19 @@ def candidates_from(roots: Iterable[Value], alls: Iterable[Apply]) -> list[Candi
     A Work that is a child of some All (a tool call inside a turn) is a tool-level owner;
     a turn's request (the All's parent) is not.
     """
+    return candidates_under(roots, tool_children(alls))
+
+
+def tool_children(alls: Iterable[Apply]) -> set[Value]:
+    """The Works that are children of some turn's All: tool-level owners."""
     children: set[Value] = set()
     for a in alls:
         children.update(r.target for r in a.args[1:])
+    return children
+
+
+def candidates_under(roots: Iterable[Value], children: set[Value]) -> list[Candidate]:
+    """candidates_from with the tool-level Works already gathered (a warm workspace keeps them)."""
     out = []
     for v in roots:
         if not (isinstance(v, Apply) and v.op is Op.OUTCOME):
