@@ -1,7 +1,9 @@
 """Test-wide safety: no test may write into the real user's Eggshell data root.
 
 Every test process starts with EGGSHELL_DATA_ROOT pointing at a fresh temporary
-directory; tests that need their own set it themselves.
+directory; tests that need their own set it themselves. A warm manager that a test's
+hook process starts exits after 20 idle seconds instead of 5 minutes, so a test run
+leaves no process behind for long.
 """
 
 import os
@@ -10,6 +12,7 @@ import tempfile
 
 _root = tempfile.mkdtemp(prefix="eggshell-test-data-")
 os.environ["EGGSHELL_DATA_ROOT"] = _root
+os.environ.setdefault("EGGSHELL_MANAGER_IDLE", "20")
 
 
 def pytest_unconfigure(config):

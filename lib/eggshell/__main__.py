@@ -14,6 +14,7 @@ PROGRAMS = {
     "egg-query": "eggshell.query",
     "egg-extract": "eggshell.extract",
     "egg-save": "eggshell.save",
+    "egg-manager": "eggshell.manager",  # started by egg-hook, not a bin/ command
 }
 
 

@@ -13,7 +13,7 @@ import os
 import shlex
 import sys
 
-from . import __version__, config as _config, eggfile as ef, stage
+from . import __version__, config as _config, controls, eggfile as ef, stage
 from .identity import KeyError_, content_hex, display_key
 from .paths import PROJECT_CONFIG, Paths, from_env, private_dir
 from .query import Searcher
@@ -60,8 +60,10 @@ def cmd_init(a, paths: Paths) -> int:
         with open(cfg_path, "x", encoding="utf-8") as f:
             f.write(_config.PROJECT_TEMPLATE)
         say("wrote    %s" % cfg_path)
-    cfg = _config.load(paths, root)
-    eggs_dir = os.path.dirname(cfg.write_egg)
+    # The project's own file decides here, even when EGGSHELL_CONFIG names another one.
+    cfg = _config.load(paths, root, env={k: v for k, v in os.environ.items() if k != "EGGSHELL_CONFIG"})
+    target = cfg.write_egg or cfg.egg_paths[_config.PROJECT_EGG]
+    eggs_dir = os.path.dirname(target)
     existed = os.path.isdir(eggs_dir)
     private_dir(eggs_dir)
     say("%s %s/" % ("kept    " if existed else "created ", eggs_dir))
@@ -70,16 +72,48 @@ def cmd_init(a, paths: Paths) -> int:
         with open(gi, "w", encoding="utf-8") as f:
             f.write(EGGS_GITIGNORE)
         say("wrote    %s" % gi)
-    say("Eggshell will record turns run in %s to %s." % (root, os.path.relpath(cfg.write_egg, root)))
+    if cfg.write_egg is not None:
+        say("Eggshell will record turns run in %s to %s." % (root, os.path.relpath(cfg.write_egg, root)))
+    else:
+        say("The default profile %r records nothing; `egg use work` in a chat (or default = \"work\") records to %s."
+            % (cfg.default, os.path.relpath(target, root)))
     say("Next: `egg install codex` (once per machine), then review the hooks in Codex with /hooks.")
     return 0
 
 
-# -- install / uninstall codex -----------------------------------------------------------
+# -- install / uninstall (codex, claude) ------------------------------------------------------
+
+# Claude Code 2.1 fires all of these for `claude` and `claude -p`. A call that fails (a non-zero
+# exit) gets PostToolUseFailure instead of PostToolUse. Events egg-hook does not act on yet are
+# registered too, so handling them later needs no reinstall.
+CLAUDE_HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PreCompact",
+                      "PostCompact", "Stop", "SessionEnd")
+# Claude Code runs a tool event's groups by tool name; "*" is every tool (other events need no matcher).
+CLAUDE_TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 
 
 def _hooks_file(paths: Paths, codex_home: str | None) -> str:
     return os.path.join(codex_home or paths.codex_home, "hooks.json")
+
+
+def _claude_settings(settings: str | None) -> str:
+    """Claude Code's user settings file: with CLAUDE_CONFIG_DIR set it reads only that dir's, not ~/.claude's."""
+    if settings:
+        return os.path.abspath(os.path.expanduser(settings))
+    config_dir = (os.environ.get("CLAUDE_CONFIG_DIR") or "").strip()  # Claude Code treats blank as unset
+    base = os.path.abspath(os.path.expanduser(config_dir)) if config_dir else os.path.join(os.path.expanduser("~"), ".claude")
+    return os.path.join(base, "settings.json")
+
+
+def _target(a, paths: Paths) -> str:
+    """The file to edit for this host; an option of the other host is a mistake, not something to ignore."""
+    if a.host == "claude":
+        if a.codex_home:
+            raise CliError("--codex-home is for codex; name Claude Code's settings file with --settings PATH")
+        return _claude_settings(a.settings)
+    if a.settings:
+        raise CliError("--settings is for claude; name Codex's home with --codex-home DIR")
+    return _hooks_file(paths, a.codex_home)
 
 
 def _read_hooks(path: str) -> dict:
@@ -129,33 +163,70 @@ def _without_ours(data: dict) -> tuple[dict, int]:
 
 
 def _write_json(path: str, data: dict) -> None:
+    """Replace the file atomically, 0600 (Claude's settings can hold API keys in `env`).
+
+    A symlinked file (dotfiles) is written where it points, so the link survives.
+    """
+    path = os.path.realpath(path)
     private_dir(os.path.dirname(path))
     tmp = "%s.tmp-%d" % (path, os.getpid())
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _groups(host: str, command: str) -> dict[str, dict]:
+    """One hook group per event this host should run egg-hook for."""
+    entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
+    if host == "codex":
+        return {event: {"hooks": [dict(entry)]} for event in HOOK_EVENTS}
+    return {event: ({"matcher": "*"} if event in CLAUDE_TOOL_EVENTS else {}) | {"hooks": [dict(entry)]}
+            for event in CLAUDE_HOOK_EVENTS}
+
+
+def _add_groups(path: str, data: dict, groups: dict[str, dict]) -> None:
+    hooks = data["hooks"]
+    for event, group in groups.items():
+        existing = hooks.setdefault(event, [])
+        if not isinstance(existing, list):
+            raise CliError('%s: "hooks"."%s" is not a list; fix or remove it, then run this again (nothing was changed)' % (path, event))
+        existing.append(group)
+
+
+NEXT_STEP = {
+    "codex": "Other hooks in that file were kept. Review and trust the new hooks in Codex with /hooks.",
+    "claude": "Other settings and hooks in that file were kept. Next: start a new Claude Code session in a project "
+              "with .eggshell.toml (`egg init`); /hooks in Claude Code lists these hooks.",
+}
 
 
 def cmd_install(a, paths: Paths) -> int:
-    path = _hooks_file(paths, a.codex_home)
+    path = _target(a, paths)
     hook_bin = os.path.join(paths.bin_dir, "egg-hook")
     if not os.access(hook_bin, os.X_OK):
         raise CliError("%s is missing or not executable; run ./install.sh first" % hook_bin)
     data, removed = _without_ours(_read_hooks(path))
-    command = "%s codex" % shlex.quote(hook_bin)
-    for event in HOOK_EVENTS:
-        entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
-        data["hooks"].setdefault(event, []).append({"hooks": [entry]})
+    command = "%s %s" % (shlex.quote(hook_bin), a.host)
+    groups = _groups(a.host, command)
+    _add_groups(path, data, groups)
     _write_json(path, data)
-    say("%s %s: Eggshell hooks for %s" % ("updated" if removed else "wrote  ", path, ", ".join(HOOK_EVENTS)))
+    say("%s %s: Eggshell hooks for %s" % ("updated" if removed else "wrote  ", path, ", ".join(groups)))
     say("command: %s" % command)
-    say("Other hooks in that file were kept. Review and trust the new hooks in Codex with /hooks.")
+    say(NEXT_STEP[a.host])
     return 0
 
 
 def cmd_uninstall(a, paths: Paths) -> int:
-    path = _hooks_file(paths, a.codex_home)
+    path = _target(a, paths)
     if not os.path.exists(path):
         say("nothing to do: %s does not exist" % path)
         return 0
@@ -455,6 +526,7 @@ def cmd_status(a, paths: Paths) -> int:
         say("project    none here (run `egg init` to record this directory)")
         return 0
     say("project    %s" % cfg.project_root)
+    say("profiles   %s (default %s; a chat picks one with `egg use`)" % (", ".join(cfg.profiles), cfg.default))
     for p in cfg.read_eggs:
         n = len(turn_views(Store.open(p).graph)) if os.path.exists(p) else 0
         say("store      %s (%d turns)%s" % (p, n, "  [write]" if p == cfg.write_egg else ""))
@@ -468,8 +540,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Run `egg COMMAND --help` for details. Docs: docs/ in the Eggshell source.",
     )
     p.add_argument("--version", action="version", version="eggshell %s" % __version__)
+    p.add_argument("--chat", metavar="ID", help="the chat in-chat controls act on (default: $CODEX_THREAD_ID, else $EGGSHELL_CHAT)")
+    p.set_defaults(fn=controls.cmd_bare)  # `egg` alone: this chat's status line, or `egg status` outside a chat
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
 
     s = sub.add_parser("init", help="start recording a project: write .eggshell.toml and .eggs/")
     s.add_argument("dir", nargs="?", default=".", help="project directory (default: here)")
@@ -477,8 +550,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, fn, text in (("install", cmd_install, "register Eggshell's hooks with a host"), ("uninstall", cmd_uninstall, "remove Eggshell's hooks from a host, keeping all others")):
         s = sub.add_parser(name, help=text)
-        s.add_argument("host", choices=["codex"], help="the agent host")
-        s.add_argument("--codex-home", metavar="DIR", help="Codex's home (default: $CODEX_HOME or ~/.codex)")
+        s.add_argument("host", choices=["codex", "claude"], help="the agent host")
+        s.add_argument("--codex-home", metavar="DIR", help="codex: Codex's home (default: $CODEX_HOME or ~/.codex)")
+        s.add_argument("--settings", metavar="PATH",
+                       help="claude: Claude Code's settings file (default: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json)")
         s.set_defaults(fn=fn)
 
     def stores_opt(s):
@@ -536,6 +611,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("status", help="show the paths, config and stores in force here")
     s.set_defaults(fn=cmd_status)
+
+    # In-chat controls (`!egg ...` in Codex): they act on one chat, named by --chat ID,
+    # $CODEX_THREAD_ID (set by Codex for ! commands) or $EGGSHELL_CHAT.
+    def control(name, fn, text):
+        c = sub.add_parser(name, help=text)
+        c.add_argument("--chat", metavar="ID", default=argparse.SUPPRESS, help="the chat (default: $CODEX_THREAD_ID, else $EGGSHELL_CHAT)")
+        c.set_defaults(fn=fn)
+        return c
+
+    control("on", controls.cmd_on, "chat: turn memory on for this chat")
+    control("off", controls.cmd_off, "chat: turn memory off for this chat (works even with a broken config)")
+    control("use", controls.cmd_use, "chat: use a profile from the config for this chat").add_argument("profile", help="a profile name, e.g. work, private, off")
+    control("next", controls.cmd_next, "chat: use a profile for the next turn only").add_argument("profile", help="a profile name, e.g. private (read-only) or off")
+    control("keep", controls.cmd_keep, "chat: save this chat's current or last turn now (also a read-only one)").add_argument(
+        "egg", nargs="?", help="an egg name from [eggs] (default: the turn's write egg)")
+    control("drop", controls.cmd_drop, "chat: do not save this chat's current turn")
+    control("diff", controls.cmd_diff, "chat: what saving the current turn would write (writes nothing)").add_argument(
+        "egg", nargs="?", help="an egg name from [eggs] to compare against (default: the turn's write egg)")
+    control("graph", controls.cmd_graph, "chat: the handoff text this chat was last given")
+    control("why", controls.cmd_why, "chat: why that handoff was selected")
+    control("inspect", controls.cmd_inspect, "chat: the status line and every path this chat uses")
+    s = sub.add_parser("doctor", help="check the installation, hooks, config, model and data root; exit 1 on a problem")
+    s.set_defaults(fn=controls.cmd_doctor)
     return p
 
 

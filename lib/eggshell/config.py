@@ -4,14 +4,21 @@ Both files are TOML with a closed set of keys: an unknown key or a wrong type is
 error that names the file and the key, because a typo silently ignored is a setting
 the user believes in but does not have. Some keys only make sense per project (which
 stores to use); those are refused in the global file.
+
+Profiles name which eggs a chat reads and writes. A project file comes with the
+repository, so whoever can change the repository writes it: it may not run programs,
+name stores outside the project, or redefine what the user's own global file defines.
+`EGGSHELL_CONFIG` names a file the user chose explicitly; it is read alone and trusted
+like the global file.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Mapping
 
 from .paths import PROJECT_CONFIG, Paths, find_project
 
@@ -20,11 +27,80 @@ class ConfigError(ValueError):
     """A config file that cannot be used; the message names the file and what to fix."""
 
 
+BUILTIN = "(built-in)"
+PROJECT_EGG = "project"  # the built-in egg: the `egg` key, inside each project
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")  # typed in `egg use NAME`: no spaces or quoting
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A named choice of eggs to read and the one to write; None inherits the top-level value."""
+
+    read: tuple[str, ...] = ()  # egg names
+    write: str | None = None  # an egg name; None: read-only
+    handoff_chars: int | None = None
+    local_union: bool | None = None
+    source: str = BUILTIN  # the file that defined it
+    legacy_read: bool = False  # built-in work/private: the top-level `read` paths are read too
+
+
+BUILTIN_PROFILES: tuple[tuple[str, Profile], ...] = (
+    ("work", Profile(read=(PROJECT_EGG,), write=PROJECT_EGG, legacy_read=True)),
+    ("private", Profile(read=(PROJECT_EGG,), legacy_read=True)),
+    ("off", Profile()),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What one turn of one chat uses: its eggs (absolute paths) and budget.
+
+    It travels between hook processes as JSON (the turn's snapshot), so a profile change
+    mid-turn cannot redirect a turn that already started.
+    """
+
+    profile: str
+    enabled: bool
+    read: tuple[str, ...]  # absolute egg paths, the write target first, no repeats
+    write: str | None
+    handoff_chars: int
+    local_union: bool
+
+    def to_json(self) -> dict:
+        return {"profile": self.profile, "enabled": self.enabled, "read": list(self.read), "write": self.write,
+                "handoff_chars": self.handoff_chars, "local_union": self.local_union}
+
+    @staticmethod
+    def from_json(d: dict) -> "Selection":
+        """The Selection a to_json dict describes; ValueError if it is not one."""
+        if not isinstance(d, dict):
+            raise ValueError("selection must be a JSON object, got %s" % type(d).__name__)
+        keys = {"profile", "enabled", "read", "write", "handoff_chars", "local_union"}
+        if set(d) != keys:
+            raise ValueError("selection keys must be %s, got %s" % (sorted(keys), sorted(d)))
+        profile, enabled, read, write, chars, union = (d[k] for k in ("profile", "enabled", "read", "write", "handoff_chars", "local_union"))
+        if not isinstance(profile, str) or not profile:
+            raise ValueError("selection 'profile' must be a non-empty string")
+        if not isinstance(enabled, bool) or not isinstance(union, bool):
+            raise ValueError("selection 'enabled' and 'local_union' must be booleans")
+        if not isinstance(read, list) or not all(isinstance(p, str) and os.path.isabs(p) for p in read):
+            raise ValueError("selection 'read' must be a list of absolute paths")
+        if len(set(read)) != len(read):
+            raise ValueError("selection 'read' repeats a path")
+        if write is not None and (not isinstance(write, str) or not read or read[0] != write):
+            raise ValueError("selection 'write' must be null or the first 'read' path")
+        if isinstance(chars, bool) or not isinstance(chars, int) or not 200 <= chars <= 48000:
+            raise ValueError("selection 'handoff_chars' must be an integer from 200 to 48000")
+        if not enabled and (read or write is not None):
+            raise ValueError("a disabled selection reads and writes nothing")
+        return Selection(profile, enabled, tuple(read), write, chars, union)
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     enabled: bool = True
-    egg: str = ".eggs/work.egg"  # the project's write store, relative to the project root
-    read: tuple[str, ...] = ()  # more stores to search, relative to the project root
+    egg: str = ".eggs/work.egg"  # the built-in egg "project", relative to the project root
+    read: tuple[str, ...] = ()  # more stores the built-in work/private profiles read, relative to the project root
     handoff_chars: int = 8000
     top_k: int = 5
     min_coverage: float = 0.2
@@ -35,22 +111,65 @@ class Config:
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     local_union: bool = True  # false: reuse is advisory retrieval only (no completed work, no denied calls)
+    default: str = "work"  # the profile a chat uses when it picks none
+    eggs: tuple[tuple[str, str], ...] = ()  # [eggs] from the files: name -> absolute path
+    profile_defs: tuple[tuple[str, Profile], ...] = ()  # [profiles.NAME] from the files, in order
     project_root: str | None = None
     sources: tuple[str, ...] = field(default=())  # the files that were read, in order
 
     @property
+    def egg_paths(self) -> dict[str, str]:
+        """Every egg by name: the built-in `project` (inside a project) and [eggs]."""
+        out = {}
+        if self.project_root is not None:
+            out[PROJECT_EGG] = os.path.normpath(os.path.join(self.project_root, os.path.expanduser(self.egg)))
+        out.update(self.eggs)
+        return out
+
+    @property
+    def profiles(self) -> tuple[str, ...]:
+        """The profile names a chat may pick: the built-ins first, then the files' in order."""
+        return tuple(dict.fromkeys([n for n, _ in BUILTIN_PROFILES] + [n for n, _ in self.profile_defs]))
+
+    def profile(self, name: str) -> Profile:
+        defs = dict(BUILTIN_PROFILES)
+        defs.update(self.profile_defs)
+        if name not in defs:
+            raise ConfigError("unknown profile %r (known: %s; defined in %s)" % (
+                name, ", ".join(self.profiles), ", ".join(self.sources) or "the built-in defaults"))
+        return defs[name]
+
+    def paths_of(self, name: str) -> tuple[tuple[str, ...], str | None]:
+        """(read paths, write path) of a profile, whatever `enabled` says."""
+        prof = self.profile(name)
+        eggs = self.egg_paths
+        write = eggs.get(prof.write) if prof.write is not None else None
+        read = [write] if write else []
+        read += [eggs[n] for n in prof.read if n in eggs]  # `project` outside a project: absent
+        if prof.legacy_read and self.project_root is not None:
+            read += [os.path.normpath(os.path.join(self.project_root, os.path.expanduser(p))) for p in self.read]
+        return tuple(dict.fromkeys(read)), write
+
+    def selection(self, profile: str | None = None) -> Selection:
+        """What a turn under `profile` (None: the default) reads, writes and may hand off."""
+        name = self.default if profile is None else profile
+        prof = self.profile(name)
+        read, write = self.paths_of(name)
+        chars = self.handoff_chars if prof.handoff_chars is None else prof.handoff_chars
+        union = self.local_union if prof.local_union is None else prof.local_union
+        if not self.enabled or not (read or write):
+            return Selection(name, False, (), None, chars, union)
+        return Selection(name, True, read, write, chars, union)
+
+    @property
     def write_egg(self) -> str | None:
-        if self.project_root is None:
-            return None
-        return os.path.normpath(os.path.join(self.project_root, self.egg))
+        """The default profile's write store (None: read-only, or not in a project)."""
+        return self.paths_of(self.default)[1]
 
     @property
     def read_eggs(self) -> list[str]:
-        """Every store to search: the write store first, then `read`, without repeats."""
-        if self.project_root is None:
-            return []
-        out = [self.write_egg] + [os.path.normpath(os.path.join(self.project_root, os.path.expanduser(p))) for p in self.read]
-        return list(dict.fromkeys(out))
+        """The default profile's stores to search: the write store first, without repeats."""
+        return list(self.paths_of(self.default)[0])
 
 
 # key -> (type, description of the type, allowed in the global file)
@@ -68,7 +187,11 @@ _KEYS: dict[str, tuple[type | tuple[type, ...], str, bool]] = {
     "handoff_chars": (int, "an integer from 200 to 48000", True),
     "top_k": (int, "an integer from 1 to 50", True),
     "min_coverage": ((int, float), "a number from 0 to 1", True),
+    "default": (str, "a profile name", True),
+    "eggs": (dict, "a table [eggs] of name = \"path\"", True),
+    "profiles": (dict, "tables [profiles.NAME]", True),
 }
+_PROFILE_KEYS = ("read", "write", "handoff_chars", "local_union")
 
 
 def _check(path: str, key: str, value: Any, where: str) -> Any:
@@ -89,6 +212,10 @@ def _check(path: str, key: str, value: Any, where: str) -> Any:
         return tuple(value)
     if key == "egg" and not value.strip():
         raise ConfigError("%s: 'egg' must not be empty" % path)
+    if key == "egg" and where == "project":
+        _inside_project(path, "'egg'", value)
+    if key == "default" and not _NAME.match(value):
+        raise ConfigError("%s: 'default' must be %s (letters, digits, _ . -), got %r" % (path, desc, value))
     if key == "handoff_chars" and not 200 <= value <= 48000:
         raise ConfigError("%s: 'handoff_chars' must be %s (Codex caps hook context at 48000), got %r" % (path, desc, value))
     if key == "top_k" and not 1 <= value <= 50:
@@ -118,7 +245,7 @@ def _check_matcher(path: str, value: Any, where: str, desc: str) -> bool | tuple
         return False
     if not isinstance(value, list) or not value or not all(isinstance(a, str) and a for a in value):
         raise ConfigError("%s: 'semantic_matcher' must be %s, got %r" % (path, desc, value))
-    if where != "global":
+    if where == "project":
         raise ConfigError(
             "%s: a project file may not name a program to run ('semantic_matcher'): anyone who can change a "
             "repository could then run code on your machine. Set it in your own global config instead." % path
@@ -128,8 +255,84 @@ def _check_matcher(path: str, value: Any, where: str, desc: str) -> bool | tuple
     return tuple(value)
 
 
+def _within(root: str, p: str) -> bool:
+    return p != root and os.path.commonpath([root, p]) == root
+
+
+def _inside_project(path: str, what: str, value: str) -> str:
+    """The absolute store path a project file names, refused unless it stays inside the project.
+
+    A repository could otherwise point its writes (or reads) at any file of the user's.
+    """
+    root = os.path.dirname(os.path.abspath(path))
+    p = os.path.normpath(os.path.join(root, os.path.expanduser(value)))
+    if not _within(root, p):
+        raise ConfigError("%s: %s = %r resolves to %s, outside the project %s; a project file may only name stores "
+                          "inside its project (name shared stores in your global config)" % (path, what, value, p, root))
+    real_root = os.path.realpath(root)
+    if not _within(real_root, os.path.realpath(os.path.dirname(p))) and os.path.realpath(os.path.dirname(p)) != real_root:
+        raise ConfigError("%s: %s = %r goes through a symbolic link that leaves the project %s; use a real directory "
+                          "inside the project" % (path, what, value, root))
+    return p
+
+
+def _check_eggs(path: str, table: dict, where: str) -> tuple[tuple[str, str], ...]:
+    base = os.path.dirname(os.path.abspath(path))
+    out = []
+    for name, value in table.items():
+        what = "[eggs] %s" % name
+        if not _NAME.match(name):
+            raise ConfigError("%s: %s: an egg name may hold only letters, digits, _ . - (it is typed in `egg keep NAME`)" % (path, what))
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError("%s: %s must be a path string, got %r" % (path, what, value))
+        if where == "global" and name == PROJECT_EGG:
+            raise ConfigError("%s: %s: 'project' is the built-in egg of each project (its 'egg' key); give a global "
+                              "egg another name" % (path, what))
+        if where == "project":
+            out.append((name, _inside_project(path, what, value)))
+        else:
+            out.append((name, os.path.normpath(os.path.join(base, os.path.expanduser(value)))))
+    return tuple(out)
+
+
+def _check_profiles(path: str, table: dict, egg_names: set[str], where: str) -> tuple[tuple[str, Profile], ...]:
+    known = sorted(egg_names | {PROJECT_EGG})
+    rule = ("a project file's profiles may only name eggs from its own [eggs] or 'project'" if where == "project"
+            else "define it under [eggs] in %s" % path)
+    out = []
+    for name, body in table.items():
+        where_ = "[profiles.%s]" % name
+        if not _NAME.match(name):
+            raise ConfigError("%s: %s: a profile name may hold only letters, digits, _ . - (it is typed in `egg use NAME`)" % (path, where_))
+        if not isinstance(body, dict):
+            raise ConfigError("%s: 'profiles.%s' must be a table [profiles.%s], got %r" % (path, name, name, body))
+        for k in body:
+            if k not in _PROFILE_KEYS:
+                raise ConfigError("%s: %s: unknown key %r (known: %s; see docs/config.md)" % (path, where_, k, ", ".join(_PROFILE_KEYS)))
+        read = body.get("read", [])
+        if not isinstance(read, list) or not all(isinstance(n, str) and n for n in read):
+            raise ConfigError("%s: %s: 'read' must be a list of egg names like [\"project\"], got %r" % (path, where_, read))
+        write = body.get("write", False)
+        if write is False:
+            write = None
+        elif not isinstance(write, str) or not write:
+            raise ConfigError("%s: %s: 'write' must be an egg name, or false for read-only, got %r" % (path, where_, write))
+        for key, n in [("read", n) for n in read] + ([("write", write)] if write else []):
+            if n != PROJECT_EGG and n not in egg_names:
+                raise ConfigError("%s: %s: %r names unknown egg %r (known here: %s); %s" % (path, where_, key, n, ", ".join(known), rule))
+        chars = body.get("handoff_chars")
+        if chars is not None and (isinstance(chars, bool) or not isinstance(chars, int) or not 200 <= chars <= 48000):
+            raise ConfigError("%s: %s: 'handoff_chars' must be an integer from 200 to 48000 (Codex caps hook context at "
+                              "48000), got %r" % (path, where_, chars))
+        union = body.get("local_union")
+        if union is not None and not isinstance(union, bool):
+            raise ConfigError("%s: %s: 'local_union' must be true or false, got %r" % (path, where_, union))
+        out.append((name, Profile(tuple(dict.fromkeys(read)), write, chars, union, path)))
+    return tuple(out)
+
+
 def read_file(path: str, where: str) -> dict[str, Any]:
-    """Parse and check one config file; a missing file is empty."""
+    """Parse and check one config file ("global", "project" or "explicit"); a missing file is empty."""
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
@@ -139,32 +342,84 @@ def read_file(path: str, where: str) -> dict[str, Any]:
         raise ConfigError("%s: not valid TOML: %s" % (path, e)) from None
     except OSError as e:
         raise ConfigError("%s: cannot read: %s" % (path, e.strerror)) from None
-    return {k: _check(path, k, v, where) for k, v in data.items()}
+    out = {k: _check(path, k, v, where) for k, v in data.items()}
+    if "eggs" in out:
+        out["eggs"] = _check_eggs(path, out["eggs"], where)
+        if "egg" in out and PROJECT_EGG in dict(out["eggs"]):
+            raise ConfigError("%s: both 'egg' and [eggs] project name the project's store; keep one" % path)
+    if "profiles" in out:
+        out["profiles"] = _check_profiles(path, out["profiles"], {n for n, _ in out.get("eggs", ())}, where)
+    return out
 
 
-def load(paths: Paths, cwd: str) -> Config:
-    """The settings in force for a directory: defaults < global file < project file."""
+def _apply(cfg: Config, path: str, data: dict[str, Any], overlay_of: Config | None) -> Config:
+    """`cfg` with one file's settings over it; `overlay_of` is the global layer a project may not shadow."""
+    data = dict(data)
+    eggs = data.pop("eggs", ())
+    profs = data.pop("profiles", ())
+    if overlay_of is not None:
+        theirs = {"[eggs] %s" % n for n, _ in overlay_of.eggs} | {"[profiles.%s]" % n for n, _ in overlay_of.profile_defs}
+        for label in ["[eggs] %s" % n for n, _ in eggs] + ["[profiles.%s]" % n for n, _ in profs]:
+            if label in theirs:
+                raise ConfigError("%s: %s is already defined in %s; a project file may not redefine (shadow) the "
+                                  "global file's eggs and profiles: rename it here" % (path, label, overlay_of.sources[-1]))
+    if PROJECT_EGG in dict(eggs):  # the built-in egg, kept relative to the project root like the `egg` key
+        data["egg"] = os.path.relpath(dict(eggs)[PROJECT_EGG], os.path.dirname(os.path.abspath(path)))
+        eggs = tuple((n, p) for n, p in eggs if n != PROJECT_EGG)
+    cfg = replace(cfg, **data, eggs=cfg.eggs + tuple(eggs), profile_defs=cfg.profile_defs + tuple(profs),
+                  sources=cfg.sources + (path,))
+    if "default" in data and data["default"] not in cfg.profiles:
+        raise ConfigError("%s: 'default' names profile %r, which is not defined (known: %s); define [profiles.%s] "
+                          "or pick a known one" % (path, data["default"], ", ".join(cfg.profiles), data["default"]))
+    return cfg
+
+
+def load(paths: Paths, cwd: str, env: Mapping[str, str] | None = None) -> Config:
+    """The settings in force for a directory: defaults < global file < project file.
+
+    With EGGSHELL_CONFIG set, that file alone (its directory is the project root).
+    """
+    env = os.environ if env is None else env
+    explicit = env.get("EGGSHELL_CONFIG")
+    if explicit:
+        p = os.path.abspath(os.path.expanduser(explicit))
+        if not os.path.isfile(p):
+            raise ConfigError("%s: no such file (named by EGGSHELL_CONFIG); create it or unset EGGSHELL_CONFIG" % p)
+        return replace(_apply(Config(), p, read_file(p, "explicit"), None), project_root=os.path.dirname(p))
     cfg = Config()
-    sources = []
     g = read_file(paths.global_config, "global")
     if g:
-        sources.append(paths.global_config)
-    cfg = replace(cfg, **g)
+        cfg = _apply(cfg, paths.global_config, g, None)
     root = find_project(cwd)
     if root is not None:
         p = os.path.join(root, PROJECT_CONFIG)
-        cfg = replace(cfg, **read_file(p, "project"), project_root=root)
-        sources.append(p)
-    return replace(cfg, sources=tuple(sources))
+        cfg = replace(_apply(cfg, p, read_file(p, "project"), cfg if cfg.sources else None), project_root=root)
+    return cfg
 
 
 PROJECT_TEMPLATE = """# Eggshell settings for this project (docs/config.md lists every key).
-# Turns recorded by Codex in this project are written to this store:
-egg = ".eggs/work.egg"
-# More .egg stores to search, relative to this file:
-read = []
+# The profile a chat uses unless it picks another with `!egg use NAME` or `!egg next NAME`:
+default = "work"
 # Most characters of prior work handed to the agent per request:
 handoff_chars = 8000
 # Most prior turns considered per request:
 top_k = 5
+
+# The stores (.egg files) of this project, by name; paths are relative to this file
+# and must stay inside the project:
+[eggs]
+project = ".eggs/work.egg"
+
+# work: use this project's memory and record each turn into it.
+[profiles.work]
+read = ["project"]
+write = "project"
+
+# private: use the memory, record nothing (read-only).
+[profiles.private]
+read = ["project"]
+
+# off: no memory at all: nothing read, nothing recorded.
+[profiles.off]
+read = []
 """

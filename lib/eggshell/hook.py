@@ -25,6 +25,18 @@ payload shape). Reads the hook's JSON payload on stdin and writes one JSON reply
 on stdout. Always exits 0: on any error the reply is {} and the error is logged
 to $EGGSHELL_DATA_ROOT/logs/hook.log. Projects without .eggshell.toml are ignored.
 
+What must survive (the prompt, each tool result, the end of a turn) is journaled
+first, in this process. The reply then comes from the warm manager of the data
+root (started in the background when none runs; this hook then answers itself,
+ranking lexically). A hook never takes longer than its budget: 10 s for prompt and
+tool events, 2 s for Stop and end events; past it the reply is {}.
+
+environment:
+  EGGSHELL_MANAGER=off        answer and save in this process, start no manager
+  EGGSHELL_MANAGER_IDLE=S     a started manager exits after S idle seconds (300)
+  EGGSHELL_BUDGET_S=S         budget of prompt and tool events (10)
+  EGGSHELL_BUDGET_END_S=S     budget of Stop, SessionEnd, PostCompact (2)
+
 Register it with `egg install codex` rather than by hand."""
 
 
@@ -45,9 +57,9 @@ def log_failure(paths: _paths.Paths, event: str, exc: BaseException) -> None:
         pass
 
 
-def respond(host: str, raw: str, paths: _paths.Paths) -> dict:
+def respond(host: str, raw: str, paths: _paths.Paths, res=None) -> dict:
     """The reply for one raw payload, its effects applied at once; never raises."""
-    reply, effects = respond_later(host, raw, paths)
+    reply, effects = respond_later(host, raw, paths, res)
     run_effects(effects, paths)
     return reply
 
@@ -61,29 +73,140 @@ def run_effects(effects: list, paths: _paths.Paths) -> None:
             log_failure(paths, "effect", e)
 
 
-def respond_later(host: str, raw: str, paths: _paths.Paths) -> tuple[dict, list]:
-    """(reply, effects to run after the reply was written); never raises."""
+def respond_later(host: str, raw: str, paths: _paths.Paths, res=None) -> tuple[dict, list]:
+    """(reply, effects to run after the reply was written), all in this process; never raises.
+
+    `res` is the Resources to answer from (warm.py); by default a cold set for this call.
+    """
     event = "?"
     effects: list = []
     try:
-        try:
-            payload = ujson.loads(raw)
-        except ValueError as e:
-            raise ValueError("payload is not valid JSON (%s): %.80r" % (e, raw)) from None
-        if isinstance(payload, dict) and isinstance(payload.get("hook_event_name"), str):
-            event = payload["hook_event_name"]
+        payload = _parse(raw)
+        event = _event_of(payload)
         from .hooks import codex
 
-        reply = codex.handle(payload, paths, effects)
+        reply = codex.handle(payload, paths, effects, res=res, host=host)
         ujson.dumps(reply)  # a reply that cannot be encoded is a failure too
         return reply, effects
     except Exception as e:  # fail open: the agent goes on without memory
-        log_failure(paths, event, e)
-        try:
-            print("%s: failed open (%s: %s); details in %s" % (PROG, type(e).__name__, e, paths.log_file), file=sys.stderr)
-        except Exception:
-            pass
+        _failed(paths, event, e)
         return {}, []
+
+
+def _parse(raw: str):
+    try:
+        return ujson.loads(raw)
+    except ValueError as e:
+        raise ValueError("payload is not valid JSON (%s): %.80r" % (e, raw)) from None
+
+
+def _event_of(payload) -> str:
+    if isinstance(payload, dict) and isinstance(payload.get("hook_event_name"), str):
+        return payload["hook_event_name"]
+    return "?"
+
+
+def _failed(paths: _paths.Paths, event: str, e: BaseException) -> None:
+    log_failure(paths, event, e)
+    try:
+        print("%s: failed open (%s: %s); details in %s" % (PROG, type(e).__name__, e, paths.log_file), file=sys.stderr)
+    except Exception:
+        pass
+
+
+FAST_EVENTS = ("Stop", "SessionEnd", "Interrupt", "PostCompact")
+
+
+def budget_s(event: str, env=os.environ) -> float:
+    """How long this hook may take: the host waits for it, and the agent waits for the host."""
+    key, default = ("EGGSHELL_BUDGET_END_S", 2.0) if event in FAST_EVENTS else ("EGGSHELL_BUDGET_S", 10.0)
+    try:
+        return max(0.1, float(env.get(key) or default))
+    except ValueError:
+        return default
+
+
+def managed(host: str, raw: str, paths: _paths.Paths, deadline_from: float) -> tuple[dict, object]:
+    """(reply, what to do once it is written), using the warm manager when one runs.
+
+    The durable step runs here first, whatever happens next. Then the manager answers; if
+    none is listening, one is started in the background and this process answers cold,
+    bounded by the same deadline; a hook past its deadline answers {} (without memory).
+    """
+    import time
+
+    from . import client
+    from .hooks import codex
+
+    event = "?"
+    try:
+        payload = _parse(raw)
+        event = _event_of(payload)
+        deadline = deadline_from + budget_s(event)
+        st = codex.record(payload, paths)
+        if st is None:
+            return {}, None
+        use_manager = os.environ.get("EGGSHELL_MANAGER", "on") != "off"
+        conn = client.connect(paths.data_root, deadline) if use_manager else None
+        if conn is not None and not st.answer_needed:
+            conn.send({"op": "nudge"}, deadline)  # save what was just sealed
+            conn.close()
+            return {}, None
+        if conn is not None:
+            if conn.send({"op": "answer", "host": host, "payload": payload, "step": st.to_json(),
+                          "budget": max(0.0, deadline - time.monotonic() - 0.05)}, deadline):
+                got = conn.receive(deadline)
+                if got is not None and isinstance(got.get("reply"), dict):
+                    return got["reply"], lambda: (conn.send({"op": "ack"}, time.monotonic() + 1.0), conn.close())
+            conn.close()
+            log_failure(paths, event, TimeoutError("the manager gave no answer within the budget; answered without memory"))
+            return {}, None
+        if use_manager:
+            client.spawn(paths.data_root)
+        return _cold(host, payload, st, paths, deadline, settle=not use_manager and st.event in codex.SEALING)
+    except Exception as e:  # fail open: the agent goes on without memory
+        _failed(paths, event, e)
+        return {}, None
+
+
+def _cold(host: str, payload: dict, st, paths: _paths.Paths, deadline: float, settle: bool) -> tuple[dict, object]:
+    """Answer in this process within the deadline (a thread we stop waiting for at the deadline)."""
+    import threading
+    import time
+
+    from .hooks import codex
+    from .warm import Resources
+
+    effects: list = []
+    box: dict = {}
+    res = Resources(paths.data_root, paths.bin_dir, warm=False, log=codex._log(paths))
+
+    def work() -> None:
+        try:
+            box["reply"] = codex.answer(payload, st, paths, res, effects, host)
+            ujson.dumps(box["reply"])
+        except Exception as e:
+            box["error"] = e
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    t.join(max(0.0, deadline - time.monotonic()))
+    if t.is_alive():
+        log_failure(paths, st.event, TimeoutError("no answer within the hook's budget; answered without memory"))
+        return {}, None
+    if "error" in box:
+        _failed(paths, st.event, box["error"])
+        box["reply"], effects[:] = {}, []
+
+    def after() -> None:
+        run_effects(effects, paths)
+        if settle:
+            try:
+                codex.settle_here(paths, st, res)  # no manager will: save the sealed turn now
+            except Exception as e:  # the turn stays journaled for the next save
+                log_failure(paths, st.event, e)
+
+    return box["reply"], after
 
 
 def main(argv: list[str]) -> int:
@@ -91,7 +214,9 @@ def main(argv: list[str]) -> int:
         print(USAGE)
         return 0
     import gc
+    import time
 
+    started = time.monotonic()
     # A hook is one short process that loads a large, long-lived object graph (the stores)
     # and exits: cyclic collection passes over it were about 40% of loading 10k tool calls.
     gc.disable()
@@ -102,17 +227,21 @@ def main(argv: list[str]) -> int:
     except Exception as e:
         log_failure(paths, "?", e)
         raw = ""
-    effects: list = []
+    after = None
     if host not in HOSTS:
         log_failure(paths, "?", ValueError("unknown host %r (known: %s)" % (host, ", ".join(HOSTS))))
         reply: dict = {}
     else:
-        reply, effects = respond_later(host, raw, paths)
+        reply, after = managed(host, raw, paths, started)
     try:
         sys.stdout.write(ujson.dumps(reply, ensure_ascii=False, escape_forward_slashes=False) + "\n")
         sys.stdout.flush()
     except OSError as e:  # the host went away: what it never received was not delivered
         log_failure(paths, "reply", e)
         return 0
-    run_effects(effects, paths)
+    if after is not None:
+        try:
+            after()
+        except Exception as e:
+            log_failure(paths, "after reply", e)
     return 0

@@ -8,35 +8,14 @@ encoding; the id only nominates candidates, equality of the encoding decides.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any, Iterable
 
+from .hashing import _len8, digest, hexdigest  # noqa: F401 - the one hash, re-exported
 from .values import Atom, Auth, Value
 
 DISPLAY_KEY_LEN = 12
 VALUE_DOMAIN = "eggshell.value"
-
-
-def _len8(n: int) -> bytes:
-    return n.to_bytes(8, "big")
-
-
-def digest(domain: str, *fields: bytes | str) -> bytes:
-    """SHA-256 of `len(domain) domain (len(field) field)*`, the project's only hash."""
-    h = hashlib.sha256()
-    d = domain.encode("utf-8")
-    h.update(_len8(len(d)))
-    h.update(d)
-    for f in fields:
-        b = f.encode("utf-8") if isinstance(f, str) else f
-        h.update(_len8(len(b)))
-        h.update(b)
-    return h.digest()
-
-
-def hexdigest(domain: str, *fields: bytes | str) -> str:
-    return digest(domain, *fields).hex()
 
 
 def encode(v: Value) -> bytes:

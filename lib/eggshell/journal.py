@@ -15,7 +15,7 @@ from typing import Any
 
 import ujson
 
-from .identity import hexdigest
+from .hashing import hexdigest
 from .paths import private_dir
 
 
@@ -36,8 +36,11 @@ class Journal:
         """Append one event and fsync; O_APPEND keeps concurrent small appends whole."""
         private_dir(self._session_dir(session))
         line = (ujson.dumps(event, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8")
-        fd = os.open(self.turn_path(session, turn), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        fd = os.open(self.turn_path(session, turn), os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line  # a crash tore the last line: keep this one whole
             os.write(fd, line)
             os.fsync(fd)
         finally:
@@ -61,8 +64,28 @@ class Journal:
 
     def read(self, session: str, turn: str) -> list[dict[str, Any]]:
         """The events of a turn, oldest first; a torn or garbled line is skipped."""
+        return self.read_file(self.turn_path(session, turn))
+
+    def files(self) -> list[str]:
+        """Every journaled turn's file, oldest first: the save queue."""
+        out = []
         try:
-            with open(self.turn_path(session, turn), "rb") as f:
+            sessions = os.scandir(self.root)
+        except FileNotFoundError:
+            return []
+        with sessions:
+            for d in sessions:
+                if d.is_dir(follow_symlinks=False):
+                    try:
+                        out.extend(e.path for e in os.scandir(d.path) if e.name.endswith(".ndjson") and e.is_file(follow_symlinks=False))
+                    except FileNotFoundError:
+                        continue
+        return sorted(out, key=lambda p: (_mtime(p), p))
+
+    def read_file(self, path: str) -> list[dict[str, Any]]:
+        """The events in one journal file (see `read`)."""
+        try:
+            with open(path, "rb") as f:
                 data = f.read()
         except FileNotFoundError:
             return []
@@ -76,6 +99,16 @@ class Journal:
                 out.append(ev)
         return out
 
+    def is_current(self, path: str) -> bool:
+        """Whether this file is its session's open turn (a later prompt makes it not)."""
+        d = os.path.dirname(path)
+        try:
+            with open(os.path.join(d, "current"), encoding="utf-8") as f:
+                turn = f.read()
+        except OSError:
+            return False
+        return bool(turn) and os.path.basename(path) == hexdigest("eggshell.journal.turn", turn)[:32] + ".ndjson"
+
     def discard(self, session: str, turn: str) -> None:
         try:
             os.unlink(self.turn_path(session, turn))
@@ -83,8 +116,31 @@ class Journal:
             pass
 
 
-def turn_record(events: list[dict[str, Any]], answer: str | None) -> dict[str, Any] | None:
-    """Assemble a turn record (turns.py's input) from journal events, or None without a prompt."""
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def sealed(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The turn's seal (its Stop, or the mark that it was interrupted), if it has one.
+
+    The last one counts: a Stop that arrives after a new prompt marked the turn
+    interrupted still brings its final message.
+    """
+    return next((e for e in reversed(events) if e.get("event") == "stop"), None)
+
+
+def turn_record(events: list[dict[str, Any]], answer: str | None = None) -> dict[str, Any] | None:
+    """Assemble a turn record (turns.py's input) from journal events, or None without a prompt.
+
+    Without an `answer`, a sealed turn's own final message is used.
+    """
+    if answer is None:
+        seal = sealed(events)
+        if seal is not None and isinstance(seal.get("answer"), str):
+            answer = seal["answer"]
     prompt = next((e for e in events if e.get("event") == "prompt"), None)
     if prompt is None:
         return None

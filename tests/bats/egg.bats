@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2154 # bats run sets output, lines and stderr
 # The `egg` CLI through its POSIX sh bootstrap: init, install/uninstall codex, fsck, show,
-# find, status. Needs the environment install.sh makes.
+# find, status, and the in-chat controls (on, off, use, next, keep, graph, doctor). Needs
+# the environment install.sh makes.
 
 bats_require_minimum_version 1.5.0
 
@@ -39,22 +40,27 @@ JSON
   [[ "$output" == "usage: egg "* ]]
   run -0 "$BIN/egg" --version
   [[ "$output" == "eggshell "* ]]
-  for sub in init install uninstall show find fsck compact merge status; do
+  for sub in init install uninstall show find fsck compact merge status on off use next keep drop diff graph why inspect doctor; do
     run -0 "$BIN/egg" "$sub" --help
     [[ "$output" == "usage: egg $sub"* ]]
   done
 }
 
-@test "egg with no or an unknown command exits 2" {
-  run -2 "$BIN/egg"
+@test "egg with an unknown command exits 2; egg alone outside a chat is egg status" {
   run -2 "$BIN/egg" frobnicate
+  cd "$PROJ"
+  run -0 "$BIN/egg"
+  [[ "$output" == "eggshell "* ]]
+  [[ "$output" == *"project    none here"* ]]
 }
 
 @test "egg init writes .eggshell.toml and a private .eggs/ with its own .gitignore, and is idempotent" {
   cd "$PROJ"
   run -0 "$BIN/egg" init
   [ -f .eggshell.toml ]
-  grep -qx 'egg = ".eggs/work.egg"' .eggshell.toml
+  grep -qx 'project = ".eggs/work.egg"' .eggshell.toml
+  grep -qx 'default = "work"' .eggshell.toml
+  grep -qx '\[profiles.private\]' .eggshell.toml
   [ "$(stat -c %a .eggs)" = 700 ]
   grep -qx '\*' .eggs/.gitignore
   grep -qx '!.gitignore' .eggs/.gitignore
@@ -170,4 +176,64 @@ JSON
   [[ "$stderr" == *"--force"* ]]
   cmp "$T/c.egg" "$T/c.before"
   run -0 "$BIN/egg" merge "$EGG" -o "$T/c.egg" --force
+}
+
+# -- in-chat controls (`!egg ...` in Codex) -------------------------------------------------------
+
+@test "chat controls without a chat id fail with exit 1 and say how to name one" {
+  cd "$PROJ"
+  "$BIN/egg" init >/dev/null
+  for sub in on off "use work" "next private" keep drop diff graph why inspect; do
+    # shellcheck disable=SC2086 # word splitting is the point
+    run -1 --separate-stderr env -u CODEX_THREAD_ID -u EGGSHELL_CHAT "$BIN/egg" $sub
+    [ "$output" = "" ]
+    [ "$stderr" = "egg: no chat: run this inside Codex as !egg ... (CODEX_THREAD_ID is unset), or pass --chat ID" ]
+  done
+}
+
+@test "egg off, use, next and the status line in a Codex chat" {
+  cd "$PROJ"
+  "$BIN/egg" init >/dev/null
+  export CODEX_THREAD_ID=thread-1
+  run -0 --separate-stderr "$BIN/egg"
+  [ "$output" = "egg on work [project] -> project  turn:none" ]
+  run -0 "$BIN/egg" use private
+  [ "$output" = "egg private selected: reads [project] -> read-only" ]
+  run -0 "$BIN/egg" next off
+  run -0 "$BIN/egg"
+  [ "$output" = "egg on private [project] -> read-only  next:off  turn:none" ]
+  run -1 --separate-stderr "$BIN/egg" use nope
+  [[ "$stderr" == "egg: unknown profile 'nope' (known: work, private, off; defined in $PROJ/.eggshell.toml)" ]]
+  run -0 "$BIN/egg" off
+  [[ "$output" == "egg off (memory disabled"* ]]
+  run -0 "$BIN/egg" --chat other
+  [[ "$output" == "egg on work "* ]]
+  run -0 env -u CODEX_THREAD_ID EGGSHELL_CHAT=thread-1 "$BIN/egg"
+  [[ "$output" == "egg off private "* ]]
+}
+
+@test "egg off works with a broken config; keep with nothing journaled exits 1" {
+  cd "$PROJ"
+  printf 'this is [not toml\n' >.eggshell.toml
+  export CODEX_THREAD_ID=thread-2
+  run -0 "$BIN/egg" off
+  run -1 --separate-stderr "$BIN/egg" use work
+  [[ "$stderr" == "egg: $PROJ/.eggshell.toml: not valid TOML"* ]]
+  rm .eggshell.toml && "$BIN/egg" init >/dev/null
+  run -1 --separate-stderr "$BIN/egg" keep
+  [[ "$stderr" == "egg: nothing journaled in this chat: no turn to keep"* ]]
+  run -0 "$BIN/egg" graph
+  [ "$output" = "no handoff was sent to this chat" ]
+}
+
+@test "egg doctor prints a checklist and exits 1 while Codex hooks are missing, 0 once installed" {
+  cd "$PROJ"
+  "$BIN/egg" init >/dev/null
+  run -1 env -u CODEX_THREAD_ID "$BIN/egg" doctor
+  [[ "${lines[0]}" == "ok   egg-hook is installed at $BIN/egg-hook" ]]
+  [[ "$output" == *"FAIL Codex hooks: $CODEX_HOME/hooks.json does not exist: run \`egg install codex\`"* ]]
+  "$BIN/egg" install codex >/dev/null
+  run -0 "$BIN/egg" doctor
+  [[ "$output" == *"note Codex runs new or changed hooks only once you review and trust them"* ]]
+  [[ "$output" != *FAIL* ]]
 }

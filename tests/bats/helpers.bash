@@ -23,7 +23,11 @@ egg_setup() {
   CODEX_HOME="$T/codex"
   PROJ="$T/proj"
   unset EGGSHELL_BIN
-  export REPO BIN T PROJ EGGSHELL_PREFIX EGGSHELL_DATA_ROOT CODEX_HOME
+  # Hooks answer and save in their own process here (bats removes $T after each test);
+  # a test of the warm manager turns it on and stops it itself.
+  EGGSHELL_MANAGER=off
+  EGGSHELL_MANAGER_IDLE=10
+  export REPO BIN T PROJ EGGSHELL_PREFIX EGGSHELL_DATA_ROOT CODEX_HOME EGGSHELL_MANAGER EGGSHELL_MANAGER_IDLE
 }
 
 # A turn record for egg-save: record TURN PROMPT COMMAND OUTPUT ANSWER

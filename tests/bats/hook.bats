@@ -71,7 +71,8 @@ turn() { # turn TURN PROMPT COMMAND OUTPUT [ANSWER]
     hook "$(payload "$ev" '{"prompt":"where is late_fee?"}')"
     [ "$output" = "{}" ]
   done
-  [ "$(grep -c "unknown key 'tpo_k'" "$LOG")" -eq 3 ]
+  # Stop reads no config: it only seals a journaled turn, and none was journaled
+  [ "$(grep -c "unknown key 'tpo_k'" "$LOG")" -eq 2 ]
   [ ! -e "$STORE" ]
 }
 

@@ -472,6 +472,7 @@ def test_status_outside_and_inside_a_project(egg, store):
     rc, out, _ = egg("status")
     assert rc == 0 and "project    %s\n" % egg.cwd in out
     assert "store      %s (2 turns)  [write]" % (egg.cwd / ".eggs" / "work.egg") in out
+    assert "profiles   work, private, off (default work; a chat picks one with `egg use`)\n" in out
 
 
 def test_status_with_a_bad_config_is_a_usage_error(egg):
@@ -489,9 +490,15 @@ def test_help_exits_0(egg, argv):
     assert "usage: egg" in egg.capsys.readouterr().out
 
 
-def test_no_command_is_a_usage_error(egg):
+def test_no_command_outside_a_chat_is_egg_status(egg):
+    # `egg` alone is the in-chat status line (controls.py); outside a chat it is `egg status`
+    rc, out, _ = egg()
+    assert rc == 0 and out == egg("status")[1]
+
+
+def test_an_unknown_command_is_a_usage_error(egg):
     with pytest.raises(SystemExit) as e:
-        egg()
+        egg("frobnicate")
     assert e.value.code == 2
 
 

@@ -1,14 +1,20 @@
-"""config.py and paths.py: defaults < global file < project file, closed keys, paths from env."""
+"""config.py and paths.py: defaults < global file < project file, closed keys, profiles, paths from env."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+from hypothesis import given, strategies as st
 
 from eggshell import config
-from eggshell.config import Config, ConfigError
+from eggshell.config import Config, ConfigError, Selection
 from eggshell.paths import PROJECT_CONFIG, Paths, find_project, from_env, private_dir
+
+
+@pytest.fixture(autouse=True)
+def no_explicit_config(monkeypatch):
+    monkeypatch.delenv("EGGSHELL_CONFIG", raising=False)
 
 
 @pytest.fixture
@@ -58,6 +64,12 @@ def test_template_is_a_valid_project_file_with_the_defaults(paths, project):
     write_project(project, config.PROJECT_TEMPLATE)
     cfg = config.load(paths, str(project))
     assert (cfg.egg, cfg.read, cfg.handoff_chars, cfg.top_k) == (".eggs/work.egg", (), 8000, 5)
+    assert cfg.default == "work" and cfg.profiles == ("work", "private", "off")
+    # the template spells out the built-ins: same selections as an empty project file
+    write_project(project, "")
+    bare = config.load(paths, str(project))
+    for name in ("work", "private", "off"):
+        assert cfg.selection(name) == bare.selection(name)
 
 
 def test_global_then_project_later_wins(paths, project):
@@ -85,6 +97,7 @@ def test_nearest_project_file_wins(paths, project):
 
 
 def test_read_stores_relative_to_root_write_store_first_without_repeats(paths, project, monkeypatch):
+    # `read` is the legacy list of extra stores: unlike [eggs], it may name stores outside the project
     monkeypatch.setenv("HOME", "/home/someone")
     write_project(project, 'egg = "a/../w.egg"\nread = ["shared/team.egg", "w.egg", "~/all.egg", "/abs/x.egg"]\n')
     cfg = config.load(paths, str(project))
@@ -166,6 +179,327 @@ def test_unreadable_file_is_a_config_error(paths, project, monkeypatch):
 
 def test_read_file_missing_is_empty(tmp_path):
     assert config.read_file(str(tmp_path / "none.toml"), "project") == {}
+
+
+# -- profiles ---------------------------------------------------------------------------------
+
+
+def test_builtin_profiles_in_a_bare_project(paths, project):
+    write_project(project, 'read = ["shared/team.egg"]\n')
+    cfg = config.load(paths, str(project))
+    w, team = str(project / ".eggs" / "work.egg"), str(project / "shared" / "team.egg")
+    assert cfg.default == "work" and cfg.profiles == ("work", "private", "off")
+    assert cfg.egg_paths == {"project": w}
+    assert cfg.selection() == Selection("work", True, (w, team), w, 8000, True)
+    assert cfg.selection("work") == cfg.selection()
+    assert cfg.selection("private") == Selection("private", True, (w, team), None, 8000, True)
+    assert cfg.selection("off") == Selection("off", False, (), None, 8000, True)
+    assert (cfg.write_egg, cfg.read_eggs) == (w, [w, team])
+
+
+def test_outside_a_project_every_builtin_profile_is_off(paths, tmp_path):
+    cfg = config.load(paths, str(tmp_path))
+    for name in ("work", "private", "off"):
+        sel = cfg.selection(name)
+        assert (sel.enabled, sel.read, sel.write) == (False, (), None)
+
+
+def test_profiles_inherit_the_top_level_defaults_and_may_override_them(paths, project):
+    write_global(paths, "handoff_chars = 3000\nlocal_union = false\n")
+    write_project(project, '[eggs]\nnotes = "n.egg"\n[profiles.lean]\nread = ["notes"]\nhandoff_chars = 500\n'
+                           '[profiles.wide]\nread = ["project", "notes"]\nwrite = "notes"\nlocal_union = true\n')
+    cfg = config.load(paths, str(project))
+    n, w = str(project / "n.egg"), str(project / ".eggs" / "work.egg")
+    assert cfg.selection("lean") == Selection("lean", True, (n,), None, 500, False)
+    assert cfg.selection("wide") == Selection("wide", True, (n, w), n, 3000, True)  # write first, no repeats
+    assert cfg.selection("work").handoff_chars == 3000 and cfg.selection("work").local_union is False
+    assert (cfg.handoff_chars, cfg.local_union) == (3000, False)
+    assert cfg.profiles == ("work", "private", "off", "lean", "wide")
+
+
+def test_enabled_false_turns_every_profile_off(paths, project):
+    write_project(project, "enabled = false\n")
+    cfg = config.load(paths, str(project))
+    assert not cfg.selection("work").enabled and cfg.selection("work").read == ()
+    assert cfg.write_egg == str(project / ".eggs" / "work.egg")  # the paths stay known (egg init uses them)
+
+
+def test_default_picks_the_profile_and_drives_write_and_read_eggs(paths, project):
+    write_project(project, 'default = "private"\n')
+    cfg = config.load(paths, str(project))
+    assert cfg.selection().profile == "private" and cfg.selection().write is None
+    assert cfg.write_egg is None and cfg.read_eggs == [str(project / ".eggs" / "work.egg")]
+
+
+def test_a_redefined_builtin_replaces_it(paths, project):
+    write_project(project, '[eggs]\nother = "o.egg"\n[profiles.work]\nread = ["other"]\nwrite = "other"\n')
+    cfg = config.load(paths, str(project))
+    o = str(project / "o.egg")
+    assert cfg.selection("work") == Selection("work", True, (o,), o, 8000, True)
+    assert cfg.profiles == ("work", "private", "off")
+
+
+def test_eggs_project_names_the_builtin_egg(paths, project):
+    write_project(project, '[eggs]\nproject = "mem/main.egg"\n')
+    cfg = config.load(paths, str(project))
+    assert cfg.egg == os.path.join("mem", "main.egg") and cfg.write_egg == str(project / "mem" / "main.egg")
+
+
+def test_global_eggs_resolve_against_the_global_file_and_expand_home(paths, project, monkeypatch):
+    monkeypatch.setenv("HOME", "/home/someone")
+    write_global(paths, '[eggs]\npapers = "~/Research/papers.egg"\nlocal = "team.egg"\n'
+                        '[profiles.research]\nread = ["project", "papers", "local"]\n')
+    write_project(project, "")
+    cfg = config.load(paths, str(project))
+    gdir = os.path.dirname(paths.global_config)
+    w = str(project / ".eggs" / "work.egg")
+    assert cfg.selection("research").read == (w, "/home/someone/Research/papers.egg", os.path.join(gdir, "team.egg"))
+    # outside a project the built-in egg is absent; the global ones stay
+    outside = config.load(paths, os.path.dirname(str(project)))
+    assert outside.selection("research").read == ("/home/someone/Research/papers.egg", os.path.join(gdir, "team.egg"))
+
+
+def test_unknown_profile_names_the_known_ones_and_the_files(paths, project):
+    write_project(project, '[profiles.mine]\nread = ["project"]\n')
+    cfg = config.load(paths, str(project))
+    with pytest.raises(ConfigError) as e:
+        cfg.selection("nope")
+    assert str(e.value) == "unknown profile 'nope' (known: work, private, off, mine; defined in %s)" % (project / PROJECT_CONFIG)
+    with pytest.raises(ConfigError, match=r"known: work, private, off; defined in the built-in defaults"):
+        Config().selection("x")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[profiles.w]\nreed = ["project"]\n', "[profiles.w]: unknown key 'reed' (known: read, write, handoff_chars, local_union"),
+        ('[profiles.w]\nread = "project"\n', "[profiles.w]: 'read' must be a list of egg names"),
+        ('[profiles.w]\nwrite = true\n', "[profiles.w]: 'write' must be an egg name, or false for read-only"),
+        ('[profiles.w]\nread = ["nope"]\n', "[profiles.w]: 'read' names unknown egg 'nope'"),
+        ('[profiles.w]\nwrite = "nope"\n', "[profiles.w]: 'write' names unknown egg 'nope'"),
+        ('[profiles.w]\nhandoff_chars = 100\n', "[profiles.w]: 'handoff_chars' must be an integer from 200 to 48000"),
+        ('[profiles.w]\nhandoff_chars = true\n', "[profiles.w]: 'handoff_chars' must be an integer"),
+        ('[profiles.w]\nlocal_union = 1\n', "[profiles.w]: 'local_union' must be true or false"),
+        ('profiles = 3\n', "'profiles' must be tables [profiles.NAME]"),
+        ('[profiles]\nw = 3\n', "'profiles.w' must be a table"),
+        ('[profiles."a b"]\n', "a profile name may hold only letters"),
+        ('[eggs]\nx = 3\n', "[eggs] x must be a path string"),
+        ('[eggs]\n"a b" = "x.egg"\n', "an egg name may hold only letters"),
+        ('default = "nope"\n', "'default' names profile 'nope', which is not defined (known: work, private, off)"),
+        ('default = 3\n', "'default' must be a profile name"),
+        ('egg = "a.egg"\n[eggs]\nproject = "b.egg"\n', "both 'egg' and [eggs] project name the project's store"),
+    ],
+)
+def test_bad_profiles_and_eggs_name_the_file_and_key(paths, project, text, message):
+    write_project(project, text)
+    with pytest.raises(ConfigError) as e:
+        config.load(paths, str(project))
+    assert str(e.value).startswith(str(project / PROJECT_CONFIG) + ": ")
+    assert message in str(e.value)
+
+
+def test_a_project_default_may_name_its_own_profile(paths, project):
+    write_project(project, 'default = "mine"\n[profiles.mine]\nread = ["project"]\n')
+    assert config.load(paths, str(project)).selection().profile == "mine"
+
+
+def test_a_global_default_must_name_a_global_or_builtin_profile(paths, project):
+    write_global(paths, 'default = "research"\n')
+    with pytest.raises(ConfigError, match="'default' names profile 'research'") as e:
+        config.load(paths, str(project))
+    assert str(e.value).startswith(paths.global_config)
+    write_global(paths, 'default = "private"\n')
+    write_project(project, "")
+    assert config.load(paths, str(project)).selection().profile == "private"
+
+
+# -- project-file rules -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ('egg = "/elsewhere/work.egg"\n', "'egg'"),
+        ('egg = "../work.egg"\n', "'egg'"),
+        ('egg = "sub/../../work.egg"\n', "'egg'"),
+        ('egg = "."\n', "'egg'"),
+        ('egg = "~/work.egg"\n', "'egg'"),
+        ('[eggs]\nx = "/elsewhere/x.egg"\n', "[eggs] x"),
+        ('[eggs]\nx = "../x.egg"\n', "[eggs] x"),
+        ('[eggs]\nproject = "../x.egg"\n', "[eggs] project"),
+    ],
+)
+def test_project_eggs_must_stay_inside_the_project(paths, project, text, key):
+    write_project(project, text)
+    with pytest.raises(ConfigError) as e:
+        config.load(paths, str(project))
+    msg = str(e.value)
+    assert msg.startswith(str(project / PROJECT_CONFIG) + ": %s = " % key)
+    assert "outside the project" in msg and "global config" in msg
+
+
+def test_project_egg_through_a_symlink_that_leaves_the_project_is_refused(paths, project, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (project / "link").symlink_to(tmp_path / "elsewhere")
+    for text, key in (('egg = "link/work.egg"\n', "'egg'"), ('[eggs]\nx = "link/deep/x.egg"\n', "[eggs] x")):
+        write_project(project, text)
+        with pytest.raises(ConfigError, match="symbolic link that leaves the project") as e:
+            config.load(paths, str(project))
+        assert str(e.value).startswith(str(project / PROJECT_CONFIG) + ": %s = " % key)
+    # a symlink that stays inside is fine
+    (project / "real").mkdir()
+    (project / "inner").symlink_to(project / "real")
+    write_project(project, 'egg = "inner/work.egg"\n')
+    assert config.load(paths, str(project)).write_egg == str(project / "inner" / "work.egg")
+
+
+def test_a_project_under_a_symlinked_directory_is_fine(paths, tmp_path):
+    (tmp_path / "real" / "proj").mkdir(parents=True)
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    proj = tmp_path / "alias" / "proj"
+    write_project(proj, '[eggs]\nx = "mem/x.egg"\n')
+    assert config.load(paths, str(proj)).egg_paths["x"] == str(proj / "mem" / "x.egg")
+
+
+@pytest.mark.parametrize(
+    "global_text, project_text, label",
+    [
+        ('[eggs]\nshared = "s.egg"\n', '[eggs]\nshared = "mine.egg"\n', "[eggs] shared"),
+        ('[profiles.research]\nread = ["project"]\n', '[profiles.research]\nread = ["project"]\n', "[profiles.research]"),
+        ('[profiles.work]\nread = ["project"]\nwrite = "project"\nhandoff_chars = 900\n', config.PROJECT_TEMPLATE, "[profiles.work]"),
+    ],
+)
+def test_a_project_may_not_shadow_the_global_files_names(paths, project, global_text, project_text, label):
+    write_global(paths, global_text)
+    write_project(project, project_text)
+    with pytest.raises(ConfigError) as e:
+        config.load(paths, str(project))
+    assert str(e.value).startswith("%s: %s is already defined in %s" % (project / PROJECT_CONFIG, label, paths.global_config))
+    assert "shadow" in str(e.value)
+
+
+def test_project_profiles_may_only_name_project_eggs(paths, project):
+    write_global(paths, '[eggs]\nshared = "/data/shared.egg"\n')
+    write_project(project, '[profiles.mix]\nread = ["project", "shared"]\n')
+    with pytest.raises(ConfigError) as e:
+        config.load(paths, str(project))
+    msg = str(e.value)
+    assert msg.startswith(str(project / PROJECT_CONFIG) + ": [profiles.mix]: 'read' names unknown egg 'shared'")
+    assert "may only name eggs from its own [eggs] or 'project'" in msg
+
+
+def test_global_profiles_may_not_name_project_eggs_and_global_may_not_define_project(paths, project):
+    write_global(paths, '[profiles.g]\nread = ["local"]\n')
+    write_project(project, '[eggs]\nlocal = "l.egg"\n')
+    with pytest.raises(ConfigError, match="'read' names unknown egg 'local'") as e:
+        config.load(paths, str(project))
+    assert str(e.value).startswith(paths.global_config)
+    write_global(paths, '[eggs]\nproject = "/x.egg"\n')
+    with pytest.raises(ConfigError, match=r"\[eggs\] project: 'project' is the built-in egg of each project"):
+        config.load(paths, str(project))
+
+
+def test_the_global_file_may_name_stores_anywhere(paths, tmp_path):
+    write_global(paths, '[eggs]\nabs = "/srv/team.egg"\nup = "../up.egg"\n[profiles.team]\nread = ["abs", "up"]\nwrite = "abs"\n')
+    cfg = config.load(paths, str(tmp_path))
+    gdir = os.path.dirname(paths.global_config)
+    assert cfg.selection("team") == Selection("team", True, ("/srv/team.egg", os.path.normpath(os.path.join(gdir, "../up.egg"))),
+                                              "/srv/team.egg", 8000, True)
+
+
+# -- EGGSHELL_CONFIG ---------------------------------------------------------------------------
+
+
+def test_explicit_config_is_read_alone_and_its_directory_is_the_root(paths, project, tmp_path):
+    write_global(paths, "top_k = 9\n")
+    write_project(project, "top_k = 3\n")
+    d = tmp_path / "elsewhere"
+    d.mkdir()
+    f = d / "mine.toml"
+    f.write_text('top_k = 7\negg = "w.egg"\nsemantic_matcher = ["/bin/prog", "x"]\n'
+                 '[eggs]\nout = "/abs/out.egg"\n[profiles.both]\nread = ["project", "out"]\nwrite = "out"\n')
+    cfg = config.load(paths, str(project), env={"EGGSHELL_CONFIG": str(f)})
+    assert cfg.sources == (str(f),) and cfg.project_root == str(d) and cfg.top_k == 7
+    assert cfg.semantic_matcher == ("/bin/prog", "x")  # trusted like the global file
+    assert cfg.write_egg == str(d / "w.egg")
+    assert cfg.selection("both") == Selection("both", True, ("/abs/out.egg", str(d / "w.egg")), "/abs/out.egg", 8000, True)
+    # an empty value means unset
+    assert config.load(paths, str(project), env={"EGGSHELL_CONFIG": ""}).top_k == 3
+
+
+def test_explicit_config_from_the_process_environment(paths, project, tmp_path, monkeypatch):
+    f = tmp_path / "x.toml"
+    f.write_text("top_k = 4\n")
+    monkeypatch.setenv("EGGSHELL_CONFIG", str(f))
+    assert config.load(paths, str(project)).top_k == 4
+
+
+def test_missing_explicit_config_is_an_error(paths, tmp_path):
+    with pytest.raises(ConfigError, match="no such file \\(named by EGGSHELL_CONFIG\\)") as e:
+        config.load(paths, str(tmp_path), env={"EGGSHELL_CONFIG": str(tmp_path / "none.toml")})
+    assert str(e.value).startswith(str(tmp_path / "none.toml"))
+
+
+def test_explicit_config_keeps_every_other_rule(paths, tmp_path):
+    f = tmp_path / "x.toml"
+    f.write_text('[profiles.w]\nread = ["nope"]\n')
+    with pytest.raises(ConfigError, match="'read' names unknown egg 'nope'"):
+        config.load(paths, str(tmp_path), env={"EGGSHELL_CONFIG": str(f)})
+
+
+# -- Selection JSON ----------------------------------------------------------------------------
+
+_paths_st = st.lists(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12).map(lambda s: "/" + s),
+                     max_size=5, unique=True)
+
+
+@st.composite
+def selections(draw):
+    enabled = draw(st.booleans())
+    read = tuple(draw(_paths_st)) if enabled else ()
+    write = draw(st.sampled_from([None, read[0]])) if read else None
+    return Selection(draw(st.text(min_size=1, max_size=10)), enabled, read, write,
+                     draw(st.integers(200, 48000)), draw(st.booleans()))
+
+
+@given(selections())
+def test_selection_json_round_trip(sel):
+    import json
+
+    assert Selection.from_json(json.loads(json.dumps(sel.to_json()))) == sel
+
+
+def test_config_selections_round_trip(paths, project):
+    write_project(project, config.PROJECT_TEMPLATE)
+    cfg = config.load(paths, str(project))
+    for name in cfg.profiles:
+        assert Selection.from_json(cfg.selection(name).to_json()) == cfg.selection(name)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d.pop("profile"),
+        lambda d: d.update(extra=1),
+        lambda d: d.update(profile=""),
+        lambda d: d.update(enabled="yes"),
+        lambda d: d.update(read="/a.egg"),
+        lambda d: d.update(read=["rel.egg"]),
+        lambda d: d.update(read=["/a.egg", "/a.egg"]),
+        lambda d: d.update(write="/other.egg"),
+        lambda d: d.update(handoff_chars=True),
+        lambda d: d.update(handoff_chars=100),
+        lambda d: d.update(local_union=None),
+        lambda d: d.update(enabled=False),
+    ],
+)
+def test_selection_from_json_refuses_malformed_dicts(change):
+    d = Selection("work", True, ("/a.egg", "/b.egg"), "/a.egg", 8000, True).to_json()
+    change(d)
+    with pytest.raises(ValueError):
+        Selection.from_json(d)
+    with pytest.raises(ValueError):
+        Selection.from_json(["not", "a", "dict"])
 
 
 # -- paths ----------------------------------------------------------------------------------------

@@ -242,11 +242,23 @@ def test_extract_budget_in_the_pipeline(tmp_path, env, store):
 # -- the hook gives the pipeline's handoff -----------------------------------------------------------------
 
 
+_WARM: dict = {}
+
+
+def warm_resources(paths: Paths):
+    """What the warm manager answers from (stores, workspaces, the model), kept across calls like it."""
+    from eggshell.warm import Resources
+
+    if paths.data_root not in _WARM:
+        _WARM[paths.data_root] = Resources(paths.data_root, paths.bin_dir, warm=True)
+    return _WARM[paths.data_root]
+
+
 def hook_context(paths: Paths, project, prompt: str, turn: str, session: str | None = None) -> str:
     """The hook's context for a prompt in a new chat (each chat is given a piece of evidence once)."""
     payload = {"hook_event_name": "UserPromptSubmit", "session_id": session or "sess-" + turn, "turn_id": turn, "cwd": str(project),
                "prompt": prompt}
-    reply = hook.respond("codex", json.dumps(payload), paths)
+    reply = hook.respond("codex", json.dumps(payload), paths, warm_resources(paths))
     return reply["hookSpecificOutput"]["additionalContext"] if reply else ""
 
 

@@ -1,27 +1,56 @@
 """Codex CLI hooks (Claude Code sends the same shape and is served here too).
 
-Each event is one short process. What must survive is written first: the prompt at
-UserPromptSubmit and every tool result at PostToolUse go to the durable journal
-before any search runs; Stop commits the journaled turn with its final answer. The
-caller (hook.py) turns any exception into `{}`, so the agent is never blocked.
+Every event is handled in two steps. `record` is what must be durable, and it always
+runs in the hook's own process before anything else: the prompt (with the turn's
+snapshotted selection: which stores it reads and writes) at UserPromptSubmit, each tool
+result at PostToolUse, the seal at Stop and SessionEnd, the reset of delivered keys at
+compaction. It reads no store and loads no model. `answer` computes the reply (the
+handoff, a denial, a status line) from loaded Resources: in the warm manager when one
+is running, else in the hook itself. Saving is neither: the journal is the save queue
+(commits.py), drained by the manager or, with no manager, at Stop.
+
+The caller (hook.py) turns any exception into `{}`, so the agent is never blocked.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
-import uuid
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from .. import config as _config
-from ..journal import Journal, turn_record
+from ..journal import Journal, sealed, turn_record
 from ..paths import Paths, find_project
 
 # Each event is its own process: modules an event does not need are imported inside it.
 
+HOST_CONTEXT_CAP = {"codex": 48000, "claude": 10000}  # characters of hook context each host accepts
+SEALING = ("Stop", "SessionEnd", "Interrupt")  # events that end a turn
+DEFAULT_BUDGET = 8000  # handoff characters when a turn's selection does not say (config.Config.handoff_chars)
+
 
 class PayloadError(ValueError):
     """A hook payload without the fields its event needs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What `record` learned, handed to `answer` (possibly in another process)."""
+
+    event: str
+    session: str
+    turn: str | None
+    cwd: str
+    selection: dict | None  # the turn's snapshotted selection (config.Selection.to_json); None: memory is off
+    config_file: str | None  # EGGSHELL_CONFIG of the hook's environment
+    answer_needed: bool
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict) -> "Step":
+        return Step(**{k: d.get(k) for k in Step.__slots__})
 
 
 def _now() -> str:
@@ -51,6 +80,209 @@ def _log(paths: Paths):
         log_failure(paths, "search", RuntimeError(msg))
 
     return log
+
+
+def _load_config(paths: Paths, cwd: str, config_file: str | None):
+    """The config in force for `cwd`, with the hook's own EGGSHELL_CONFIG (a manager has none)."""
+    from .. import config as _config
+
+    env = {k: v for k, v in os.environ.items() if k != "EGGSHELL_CONFIG"}
+    if config_file:
+        env["EGGSHELL_CONFIG"] = config_file
+    return _config.load(paths, cwd, env=env)
+
+
+def _selection(cfg, paths: Paths, session: str, turn: str) -> dict | None:
+    """The selection this new turn runs under (the chat's profile, or a one-turn override)."""
+    from ..chat import Chat
+
+    sel = Chat(paths.state_dir, session, _log(paths)).begin_turn(cfg, turn)
+    return sel.to_json() if sel.enabled else None
+
+
+def _turn_selection(events: list[dict]) -> dict | None:
+    prompt = next((e for e in events if e.get("event") == "prompt"), None)
+    sel = prompt.get("selection") if prompt else None
+    return sel if isinstance(sel, dict) else None
+
+
+def _seal(journal: Journal, session: str, turn: str, answer: Any, why: str) -> None:
+    """Mark a journaled turn finished: from here it is whole and may leave the queue.
+
+    Once per turn, except that the host's own Stop may follow our interrupted mark.
+    """
+    if not journal.has(session, turn):
+        return
+    seal = sealed(journal.read(session, turn))
+    if seal is not None and (why != "Stop" or seal.get("why") == "Stop"):
+        return
+    journal.append(session, turn, {"event": "stop", "answer": answer if isinstance(answer, str) else None, "why": why, "time": _now()})
+
+
+def record(payload: Any, paths: Paths) -> Step | None:
+    """The durable part of one event; None when the project or the turn is not recorded."""
+    if not isinstance(payload, dict):
+        raise PayloadError("hook payload is not a JSON object")
+    event = _need_str(payload, "hook_event_name")
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and payload.get("cwd") else os.getcwd()
+    config_file = os.environ.get("EGGSHELL_CONFIG") or None
+    if config_file is None and find_project(cwd) is None:
+        return None  # not an Eggshell project: leave it alone
+    session = _need_str(payload, "session_id")
+    journal = Journal(paths.journal_dir)
+
+    def step(turn, selection, answer_needed=True):
+        return Step(event, session, turn, cwd, selection, config_file, answer_needed)
+
+    if event in ("PostToolUse", "PreToolUse"):
+        turn = _turn_id(payload, journal, session)
+        if turn is None or not journal.has(session, turn):
+            return None  # a turn is journaled only if its prompt was: memory is off for it
+        if event == "PostToolUse":  # durable before anything else
+            journal.append(session, turn, {
+                "event": "tool",
+                "name": _need_str(payload, "tool_name"),
+                "id": payload.get("tool_use_id") if isinstance(payload.get("tool_use_id"), str) else os.urandom(16).hex(),
+                "input": payload.get("tool_input"),
+                "output": payload.get("tool_response"),
+                "time": _now(),
+            })
+        else:
+            _need_str(payload, "tool_name")
+        return step(turn, _turn_selection(journal.read(session, turn)))
+
+    if event == "UserPromptSubmit":
+        prompt = _need_str(payload, "prompt")
+        # A new prompt opens a new turn: never fall back to the session's previous one,
+        # and the previous one is finished (interrupted if it never reached Stop).
+        turn = next((payload[k] for k in ("turn_id", "prompt_id") if isinstance(payload.get(k), str) and payload[k]), os.urandom(16).hex())
+        previous = journal.current(session)
+        if previous and previous != turn:
+            _seal(journal, session, previous, None, "a new prompt")
+        cfg = _load_config(paths, cwd, config_file)
+        sel = _selection(cfg, paths, session, turn)
+        if sel is None:
+            return None
+        journal.append(session, turn, {"event": "prompt", "session": session, "turn": turn, "cwd": cwd, "prompt": prompt,
+                                       "selection": sel, "write": sel.get("write"), "root": cfg.project_root, "time": _now()})
+        journal.set_current(session, turn)
+        return step(turn, sel)
+
+    if event in SEALING:
+        turn = _turn_id(payload, journal, session)
+        if turn is not None:
+            _seal(journal, session, turn, payload.get("last_assistant_message") if event == "Stop" else None, event)
+        return step(turn, None, answer_needed=False)
+
+    if event == "PostCompact" or (event == "SessionStart" and payload.get("source") == "compact"):
+        from ..delivery import Deliveries
+
+        Deliveries(paths.state_dir, session, _log(paths)).compacted()  # what was delivered is no longer in context
+        return step(None, None, answer_needed=False)
+
+    if event == "SessionStart":
+        return step(None, None)
+    return step(None, None, answer_needed=False)  # other events: nothing to add
+
+
+def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = None, host: str = "codex") -> dict:
+    """The reply for a recorded event, from loaded Resources (warm or cold)."""
+    if not st.answer_needed:
+        return {}
+    if st.event == "SessionStart":
+        cfg = _load_config(paths, st.cwd, st.config_file)
+        if not cfg.enabled or cfg.write_egg is None:
+            return {}
+        from ..records import turn_views
+
+        n = len(turn_views(res.store(cfg.write_egg).graph))
+        rel = os.path.relpath(cfg.write_egg, cfg.project_root)
+        return {"systemMessage": "Eggshell: recording this project; %d prior turn%s in %s." % (n, "" if n == 1 else "s", rel)}
+    sel = st.selection
+    if sel is None or not sel.get("read"):
+        return {}
+    read = tuple(sel["read"])
+    budget = min(int(sel.get("handoff_chars") or DEFAULT_BUDGET), HOST_CONTEXT_CAP.get(host, 48000))
+    local_union = bool(sel.get("local_union", True))
+    journal = Journal(paths.journal_dir)
+
+    if st.event in ("PreToolUse", "PostToolUse"):
+        work, shown = _tool_work(payload)
+        staged = _staged(journal, st.session, st.turn)
+        evidence = None
+        if st.event == "PostToolUse":
+            from ..turns import normalize_output
+
+            evidence = normalize_output(payload.get("tool_response"))
+        h = _reuse(paths, res, read, st.session, work, shown, effects, budget=budget, local_union=local_union, staged=staged,
+                   enforce=st.event == "PreToolUse", evidence=evidence)
+        if h.deny:
+            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": h.text}}
+        return _context(st.event, h.text)
+
+    if st.event == "UserPromptSubmit":
+        from ..handoff import relevant_tools
+
+        prompt = _need_str(payload, "prompt")
+        cfg = _load_config(paths, st.cwd, st.config_file)  # how to rank (the stores are the turn's own)
+        searcher = res.searcher(cfg, read)
+        hits = searcher.search(prompt, cfg.top_k, cfg.min_coverage)
+        views = [searcher.by_id[h.id] for h in hits if h.session != st.session or h.turn != st.turn]
+        # Retrieval nominates whole turns and their tool calls that share terms with the
+        # prompt; the engine adds what intrinsic matching proves and renders it all.
+        retrieved = [i for v in views for i in (v.id, *(t.id for t in relevant_tools(v, prompt)))]
+        h = _reuse(paths, res, read, st.session, prompt, prompt, effects, budget=budget, local_union=local_union, retrieved=retrieved,
+                   hits=[x for x in hits if x.session != st.session or x.turn != st.turn])
+        return _context("UserPromptSubmit", h.text)
+    return {}
+
+
+def handle(payload: Any, paths: Paths, effects: list | None = None, res=None, host: str = "codex") -> dict:
+    """Both steps in this process (no manager): the reply for one hook event."""
+    st = record(payload, paths)
+    if st is None:
+        return {}
+    if res is None:
+        from ..warm import Resources
+
+        res = Resources(paths.data_root, paths.bin_dir, warm=False, log=_log(paths))
+    reply = answer(payload, st, paths, res, effects, host)
+    if st.event in SEALING:
+        settle_here(paths, st, res)
+    return reply
+
+
+def settle_here(paths: Paths, st: Step, res) -> None:
+    """With no manager, this hook saves the turn it just sealed (and embeds it in the background)."""
+    from ..commits import settle
+
+    if st.turn is None:
+        return
+    journal = Journal(paths.journal_dir)
+    path = journal.turn_path(st.session, st.turn)
+    if not os.path.exists(path):
+        return
+    done = settle(journal, path, res.store, _resolver(paths))
+    if done.index:
+        from ..config import ConfigError
+
+        try:
+            cfg = _load_config(paths, st.cwd, st.config_file)
+        except ConfigError:
+            return  # embedding ahead is only a speed-up; the next prompt embeds what it needs
+        _pre_index(cfg, paths, list(done.index))
+
+
+def _resolver(paths: Paths):
+    """(write egg, root) for a journal written before turns carried their target."""
+
+    def resolve(cwd: str):
+        from .. import config as _config
+
+        cfg = _config.load(paths, cwd or os.getcwd())
+        return (cfg.write_egg if cfg.enabled else None), cfg.project_root
+
+    return resolve
 
 
 def _pre_index(cfg, paths: Paths, items: list[dict]) -> None:
@@ -93,137 +325,39 @@ def _staged(journal: Journal, session: str, turn: str | None) -> list:
         return []
 
 
-def _reuse(cfg, paths: Paths, session: str, inquiry: str, shown: str, effects: list | None, *, staged=(), retrieved=(),
-           enforce: bool = False, evidence: str | None = None, stores=None):
+def _reuse(paths: Paths, res, read: tuple[str, ...], session: str, inquiry: str, shown: str, effects: list | None, *,
+           budget: int, local_union: bool, staged=(), retrieved=(), enforce: bool = False, evidence: str | None = None, hits=()):
     """Run the reuse engine for one inquiry; the delivery keys are recorded once the reply is out."""
     from ..delivery import Deliveries
-    from ..engine import handoff, workspace
-    from ..store import Store
+    from ..engine import handoff
 
-    ws = workspace((st.graph for st in (stores if stores is not None else (Store.open(p) for p in cfg.read_eggs))), staged)
+    ws = res.workspace(read, staged)
     chat = Deliveries(paths.state_dir, session, _log(paths))
     state = chat.load()
-    h = handoff(ws, inquiry, shown, retrieved=retrieved, budget=cfg.handoff_chars, delivered=state.delivered, session=session,
-                after_compaction=state.after_compaction, enforce=enforce, local_union=cfg.local_union, evidence=evidence,
+    h = handoff(ws, inquiry, shown, retrieved=retrieved, budget=budget, delivered=state.delivered, session=session,
+                after_compaction=state.after_compaction, enforce=enforce, local_union=local_union, evidence=evidence,
                 log=_log(paths))
     if h.delivered and effects is not None:
         effects.append(lambda keys=h.delivered: chat.add(keys))
+    if h.text and effects is not None:
+        effects.append(lambda: _remember(paths, session, h, hits))
     return h
 
 
-def handle(payload: Any, paths: Paths, effects: list | None = None) -> dict:
-    """The JSON reply for one hook event; `effects` collects what runs after it is written."""
-    if not isinstance(payload, dict):
-        raise PayloadError("hook payload is not a JSON object")
-    event = _need_str(payload, "hook_event_name")
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and payload.get("cwd") else os.getcwd()
-    root = find_project(cwd)
-    if root is None:
-        return {}  # not an Eggshell project: leave it alone
-    session = _need_str(payload, "session_id")
-    journal = Journal(paths.journal_dir)
+def _remember(paths: Paths, session: str, h, hits) -> None:
+    """What `egg graph` and `egg why` show: the handoff this chat was last given."""
+    from ..chat import Chat
 
-    if event == "PostToolUse":
-        # Durable before anything else (no config read, no store opened). A turn is only
-        # journaled if its prompt was, which is also how `enabled = false` is honoured.
-        turn = _turn_id(payload, journal, session)
-        if turn is None or not journal.has(session, turn):
-            return {}
-        journal.append(
-            session,
-            turn,
-            {
-                "event": "tool",
-                "name": _need_str(payload, "tool_name"),
-                "id": payload.get("tool_use_id") if isinstance(payload.get("tool_use_id"), str) else uuid.uuid4().hex,
-                "input": payload.get("tool_input"),
-                "output": payload.get("tool_response"),
-                "time": _now(),
-            },
-        )
-        cfg = _config.load(paths, cwd)
-        if not cfg.enabled:
-            return {}
-        from ..turns import normalize_output
+    Chat(paths.state_dir, session, _log(paths)).delivered(h.text, _reason(h, hits))
 
-        work, shown = _tool_work(payload)
-        h = _reuse(cfg, paths, session, work, shown, effects, staged=_staged(journal, session, turn),
-                   evidence=normalize_output(payload.get("tool_response")))
-        return _context("PostToolUse", h.text)
 
-    cfg = _config.load(paths, cwd)
-    if not cfg.enabled:
-        return {}
-
-    if event == "PostCompact" or (event == "SessionStart" and payload.get("source") == "compact"):
-        from ..delivery import Deliveries
-
-        Deliveries(paths.state_dir, session, _log(paths)).compacted()  # what was delivered is no longer in context
-        if event == "PostCompact":
-            return {}
-
-    if event == "PreToolUse":
-        work, shown = _tool_work(payload)
-        h = _reuse(cfg, paths, session, work, shown, effects, staged=_staged(journal, session, _turn_id(payload, journal, session)),
-                   enforce=True)
-        if h.deny:
-            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": h.text}}
-        return _context("PreToolUse", h.text)
-
-    if event == "SessionStart":
-        from ..records import turn_views
-        from ..store import Store
-
-        store = Store.open(cfg.write_egg)
-        n = len(turn_views(store.graph))
-        rel = os.path.relpath(cfg.write_egg, cfg.project_root)
-        return {"systemMessage": "Eggshell: recording this project; %d prior turn%s in %s." % (n, "" if n == 1 else "s", rel)}
-
-    if event == "UserPromptSubmit":
-        prompt = _need_str(payload, "prompt")
-        # A new prompt opens a new turn: never fall back to the session's previous one.
-        turn = next((payload[k] for k in ("turn_id", "prompt_id") if isinstance(payload.get(k), str) and payload[k]), uuid.uuid4().hex)
-        journal.append(session, turn, {"event": "prompt", "session": session, "turn": turn, "cwd": cwd, "prompt": prompt, "time": _now()})
-        journal.set_current(session, turn)
-        from .. import matcher
-        from ..handoff import relevant_tools
-        from ..query import Searcher, semantic_depth
-        from ..store import Store
-
-        semantic, close = matcher.choose(cfg, paths.data_root, paths.bin_dir, semantic_depth(cfg.top_k), _log(paths), prefer_in_process=True)
-        try:
-            trace = os.path.join(paths.data_root, "semantic", "matcher-trace.jsonl")
-            searcher = Searcher((Store.open(p) for p in cfg.read_eggs), cfg.mode, semantic, trace=trace, model=cfg.model,
-                                k1=cfg.bm25_k1, b=cfg.bm25_b)
-            hits = searcher.search(prompt, cfg.top_k, cfg.min_coverage)
-        finally:
-            close()
-        views = [searcher.by_id[h.id] for h in hits if h.session != session or h.turn != turn]
-        # Retrieval nominates whole turns and their tool calls that share terms with the
-        # prompt; the engine adds what intrinsic matching proves and renders it all.
-        retrieved = [i for v in views for i in (v.id, *(t.id for t in relevant_tools(v, prompt)))]
-        h = _reuse(cfg, paths, session, prompt, prompt, effects, retrieved=retrieved, stores=searcher.stores)  # loaded once
-        return _context("UserPromptSubmit", h.text)
-
-    if event == "Stop":
-        turn = _turn_id(payload, journal, session)
-        if turn is None:
-            return {}
-        answer = payload.get("last_assistant_message")
-        record = turn_record(journal.read(session, turn), answer if isinstance(answer, str) else None)
-        if record is None:
-            return {}
-        if record["tools"] or record["answer"]:
-            from ..save import save_turn
-            from ..store import Store
-
-            saved = save_turn(Store.open(cfg.write_egg), record, cfg.project_root)
-            if saved.index:
-                _pre_index(cfg, paths, saved.index)
-        journal.discard(session, turn)
-        return {}
-
-    return {}  # SessionEnd and other events: nothing to add
+def _reason(h, hits=()) -> str:
+    """Why this handoff: the turns retrieval ranked (with fused scores) and what the engine showed."""
+    lines = ["%s the call: completed prior work covers %s" % ("denied", ", ".join(h.covered))] if h.deny else []
+    lines += ["retrieved %s  rank %d  score %.3f  (%s)" % (x.key, x.rank, x.score, os.path.basename(x.store)) for x in hits]
+    lines += ["evidence  %s  shown in full" % k for k in h.keys]
+    lines += ["evidence  %s  listed only (over the budget; egg show reads it)" % k for k in h.omitted]
+    return "\n".join(lines)
 
 
 def _tool_work(payload: dict) -> tuple[str, str]:

@@ -1,0 +1,92 @@
+"""The save queue: journaled turns reach their `.egg`, and leave the queue only once they did.
+
+The journal (journal.py) is the queue. A turn's file gets its prompt (with the turn's
+snapshotted write target), each tool result as it happens, and at the end a seal (the
+Stop's final message, or a mark that the turn was interrupted). `settle` commits what a
+file holds so far: an open turn's observations land as an interrupted turn (its tool
+Outcomes, usable by other chats at once), a sealed turn lands whole. The file is removed
+only after the commit that covers its seal has landed, so a crash at any point leaves the
+file for the next pass; a commit is idempotent, so a replay adds nothing.
+
+A read-only turn (a `private` profile, or a turn the user will `egg keep` by hand) is
+never committed here; its sealed file stays until the chat's next prompt, so `egg keep`
+can still save it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .journal import Journal, sealed, turn_record
+from .save import save_turn
+from .turns import TurnError
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    path: str
+    committed: bool  # something new reached the store
+    removed: bool  # the file left the queue
+    index: tuple[dict, ...] = ()  # what became searchable (for the provider's index)
+
+
+def target(events: list[dict]) -> tuple[str | None, str | None, bool]:
+    """(write egg, project root, whether the prompt named them) from a turn's prompt event."""
+    prompt = next((e for e in events if e.get("event") == "prompt"), None)
+    if prompt is None or "write" not in prompt:
+        return None, None, False
+    w, r = prompt.get("write"), prompt.get("root")
+    return (w if isinstance(w, str) and w else None), (r if isinstance(r, str) and r else None), True
+
+
+def settle(journal: Journal, path: str, store_for: Callable[[str], object],
+           resolve: Callable[[str], tuple[str | None, str | None]] | None = None) -> Settled:
+    """Commit one journaled turn as far as it goes; remove its file once it is whole in the store.
+
+    `store_for(path)` gives the Store to write (a warm process passes its own, kept current);
+    `resolve(cwd)` gives (write egg, root) for a journal written before turns carried their target.
+    """
+    events = journal.read_file(path)
+    seal = sealed(events)
+    record = turn_record(events)
+    if record is None:  # no prompt: a file torn at its first line, or not ours
+        return Settled(path, False, False)
+    write, root, named = target(events)
+    if not named and resolve is not None:
+        write, root = resolve(record.get("cwd") or "")
+    committed, index = False, ()
+    if write is not None and (record["tools"] or record["answer"] is not None):
+        try:
+            saved = save_turn(store_for(write), record, root)
+        except TurnError:
+            saved = None  # nothing storable (a malformed event): the seal still empties the queue
+        if saved is not None and saved.commit_id is not None:
+            committed, index = True, tuple(saved.index)
+    removable = seal is not None and (write is not None or not journal.is_current(path))
+    if removable:
+        _unlink(path)
+    return Settled(path, committed, removable, index)
+
+
+def settle_all(journal: Journal, store_for: Callable[[str], object], resolve=None, log: Callable[[str], None] = lambda m: None,
+               only: Callable[[str], bool] = lambda p: True) -> list[Settled]:
+    """Settle every queued turn `only` accepts; one failing file never stops the others."""
+    out = []
+    for path in journal.files():
+        if not only(path):
+            continue
+        try:
+            out.append(settle(journal, path, store_for, resolve))
+        except Exception as e:  # a full disk, a locked store: the file stays for the next pass
+            log("save queue: %s: %s: %s (kept for the next pass)" % (path, type(e).__name__, e))
+    return out
+
+
+def _unlink(path: str) -> None:
+    import os
+
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

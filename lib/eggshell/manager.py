@@ -1,0 +1,349 @@
+"""egg-manager: one warm process per data root that answers hooks and drains the save queue.
+
+A hook that loads 10,000 stored turns and the embedding model pays seconds per event;
+this process pays that once. It holds Resources (warm.py: stores that read only what was
+appended, reuse workspaces that grow by each commit, the model) and serves hooks over a
+Unix socket in `<data root>/run/` (0700 directory, 0600 socket: only the owner can
+connect). It is started by the first hook that finds none (client.spawn), is the only
+one per data root (an exclusive lock held for its life), exits after an idle period, and
+starts no child process of its own except a configured provider program, which dies
+with it (PR_SET_PDEATHSIG), so a kill -9 leaves nothing behind.
+
+Hooks journal before they ask (hooks/codex.record), so this process losing a request, or
+dying, loses no work: the journal is the save queue, and the next manager drains it. All
+work on stores, workspaces and the model runs on one long-lived worker thread (they are not
+thread-safe, and a provider's death signal is tied to the thread that started it);
+connection threads only move bytes. Delivery effects run only after the hook acknowledges
+that it wrote the reply.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import socket
+import sys
+import threading
+import time
+
+from . import __version__
+from .client import LOCK, LOG, Connection, run_dir, socket_path
+from .paths import Paths, from_env, private_dir
+
+PROG = "egg-manager"
+IDLE_S = 300.0  # exit after this long without a request (EGGSHELL_MANAGER_IDLE overrides)
+SETTLE_EVERY_S = 3.0  # an open turn's new observations reach the store at most this often
+ACK_WAIT_S = 3.0
+
+
+def source_stamp() -> tuple:
+    """When this package's files last changed: a reinstall makes a running manager retire."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    out = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            if f.endswith(".py"):
+                try:
+                    out.append(os.stat(os.path.join(d, f)).st_mtime_ns)
+                except OSError:
+                    pass
+    return (len(out), max(out, default=0))
+
+
+def rss_kb() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class Manager:
+    def __init__(self, paths: Paths, idle_s: float = IDLE_S):
+        from .journal import Journal
+        from .warm import Resources
+
+        self.paths = paths
+        self.idle_s = idle_s
+        self.jobs: "queue.Queue" = queue.Queue()
+        self.res = Resources(paths.data_root, paths.bin_dir, warm=True, log=self.log)
+        self.journal = Journal(paths.journal_dir)
+        self.started = time.time()
+        self.last = time.monotonic()
+        self.busy = 0
+        self._count = threading.Lock()
+        self.requests = 0
+        self.stamp = source_stamp()
+        self.retire = False
+        self.wake = threading.Event()
+        self.stopping = threading.Event()
+        self._seen: dict[str, tuple] = {}
+
+    def log(self, msg: str) -> None:
+        from .hook import log_failure
+
+        log_failure(self.paths, "manager", RuntimeError(msg))
+
+    # -- the save queue ----------------------------------------------------------------
+
+    def settle(self) -> None:
+        """Commit what the journal holds: sealed turns whole, open ones as observed so far."""
+        from .commits import settle_all
+        from .hooks.codex import _resolver
+
+        now = time.monotonic()
+
+        def due(path: str) -> bool:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return False
+            mark = (st.st_size, st.st_mtime_ns, self.journal.is_current(path))
+            seen = self._seen.get(path)
+            if seen is not None and seen[0] == mark:
+                return False
+            if seen is not None and now - seen[1] < SETTLE_EVERY_S and not _sealed_tail(path):
+                return False
+            self._seen[path] = (mark, now)
+            return True
+
+        done = settle_all(self.journal, self.res.store, _resolver(self.paths), self.log, only=due)
+        for d in done:
+            if d.removed:
+                self._seen.pop(d.path, None)
+            if d.index:
+                try:
+                    self.res.index(list(d.index))
+                except Exception as e:
+                    self.log("embedding a saved turn: %s: %s" % (type(e).__name__, e))
+
+    def settler(self) -> None:
+        while not self.stopping.is_set():
+            self.wake.wait(SETTLE_EVERY_S)
+            self.wake.clear()
+            self.call(self.settle, None)
+
+    # -- the worker ------------------------------------------------------------------------
+
+    def call(self, fn, deadline: float | None):
+        """Run `fn` on the worker thread; its result, or None if the deadline passes first.
+
+        A job whose deadline passed while it waited is skipped: its hook has already
+        answered without memory.
+        """
+        box: dict = {}
+        done = threading.Event()
+        self.jobs.put((fn, deadline, box, done))
+        if deadline is None:
+            done.wait()
+        elif not done.wait(max(0.0, deadline - time.monotonic())):
+            return None
+        return box.get("result")
+
+    def worker(self) -> None:
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            fn, deadline, box, done = job
+            try:
+                if deadline is None or time.monotonic() < deadline:
+                    box["result"] = fn()
+            except Exception as e:  # one failed job never stops the worker
+                self.log("%s: %s: %s" % (getattr(fn, "__name__", "job"), type(e).__name__, e))
+            finally:
+                done.set()
+
+    # -- requests ------------------------------------------------------------------------
+
+    def serve_one(self, conn: Connection) -> None:
+        try:
+            req = conn.receive(time.monotonic() + 5.0)
+            if req is None:
+                return
+            op = req.get("op")
+            if op == "ping":
+                conn.send(self.status(), time.monotonic() + 1.0)
+            elif op == "nudge":
+                self.wake.set()
+            elif op == "stop":
+                conn.send({"ok": True}, time.monotonic() + 1.0)
+                self.stopping.set()
+            elif op == "answer":
+                self.answer(conn, req)
+        finally:
+            conn.close()
+            with self._count:
+                self.busy -= 1
+            self.last = time.monotonic()
+
+    def answer(self, conn: Connection, req: dict) -> None:
+        from .hook import log_failure, run_effects
+        from .hooks.codex import Step, answer
+
+        deadline = time.monotonic() + max(0.0, float(req.get("budget") or 10.0))
+        effects: list = []
+        try:
+            st = Step.from_json(req["step"])
+            payload = req["payload"]
+        except (KeyError, TypeError, AttributeError) as e:
+            log_failure(self.paths, "?", e)
+            return
+
+        def job():
+            try:
+                return answer(payload, st, self.paths, self.res, effects, req.get("host") or "codex")
+            except Exception as e:
+                log_failure(self.paths, st.event, e)
+                effects.clear()
+                return {}
+
+        reply = self.call(job, deadline)
+        if reply is None:
+            return  # the hook has given up by now: it answered without memory
+        if not conn.send({"reply": reply}, deadline + 0.5):
+            return
+        if effects:
+            ack = conn.receive(time.monotonic() + ACK_WAIT_S)
+            if ack is not None and ack.get("op") == "ack":
+                run_effects(effects, self.paths)  # delivered: the hook wrote it to the host
+        if st.event in ("UserPromptSubmit", "Stop", "SessionEnd", "Interrupt"):
+            self.wake.set()
+
+    def status(self) -> dict:
+        return {"pid": os.getpid(), "version": __version__, "uptime_s": round(time.time() - self.started, 1),
+                "idle_s": round(time.monotonic() - self.last, 1), "rss_kb": rss_kb(), "requests": self.requests,
+                "queued_turns": len(self.journal.files()), "data_root": self.paths.data_root}
+
+    # -- the life of the process ------------------------------------------------------
+
+    def run(self, listener: socket.socket) -> None:
+        worker = threading.Thread(target=self.worker, name="worker", daemon=True)
+        worker.start()
+        threading.Thread(target=self.settler, name="settler", daemon=True).start()
+        self.wake.set()  # drain what earlier hooks queued while no manager ran
+        listener.settimeout(1.0)
+        while not self.stopping.is_set():
+            try:
+                s, _ = listener.accept()
+            except socket.timeout:
+                if self.busy == 0 and (time.monotonic() - self.last > self.idle_s or self.retire):
+                    break
+                if source_stamp() != self.stamp:
+                    self.retire = True  # reinstalled: let the next hook start the new code
+                continue
+            except OSError:
+                break
+            with self._count:
+                self.busy += 1
+            self.requests += 1
+            self.last = time.monotonic()
+            threading.Thread(target=self.serve_one, args=(Connection(s),), daemon=True).start()
+        self.stopping.set()
+        self.call(self.settle, time.monotonic() + 30.0)  # leave nothing sealed behind that this process could save
+        self.call(self.res.close, time.monotonic() + 5.0)
+        self.jobs.put(None)
+
+
+def _sealed_tail(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 4096))
+            return b'"event":"stop"' in f.read()
+    except OSError:
+        return False
+
+
+def serve(paths: Paths, idle_s: float) -> int:
+    """Run until idle; 0 also when another manager already holds the lock."""
+    import portalocker
+
+    d = private_dir(run_dir(paths.data_root))
+    os.chmod(d, 0o700)
+    lock = open(os.path.join(d, LOCK), "a")
+    try:
+        portalocker.lock(lock, portalocker.LOCK_EX | portalocker.LOCK_NB)
+    except portalocker.LockException:
+        return 0  # one is running: it serves this data root
+    path = socket_path(paths.data_root)
+    try:
+        os.unlink(path)  # left by a manager that was killed
+    except FileNotFoundError:
+        pass
+    old = os.umask(0o177)
+    try:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    ino = os.stat(path).st_ino
+    listener.listen(64)
+    m = Manager(paths, idle_s)
+    signal.signal(signal.SIGTERM, lambda *a: m.stopping.set())
+    signal.signal(signal.SIGINT, lambda *a: m.stopping.set())
+    with open(os.path.join(d, "manager.pid"), "w") as f:
+        f.write("%d\n" % os.getpid())
+    try:
+        m.run(listener)
+    finally:
+        try:
+            if os.stat(path).st_ino == ino:  # still ours (never remove a successor's socket)
+                os.unlink(path)
+        except OSError:
+            pass
+        listener.close()
+        lock.close()
+    return 0
+
+
+USAGE = """usage: egg-manager serve | status | stop
+
+The warm manager hooks talk to (one per data root, started on demand by egg-hook).
+  serve    run it in the foreground until it has been idle EGGSHELL_MANAGER_IDLE
+           seconds (default 300)
+  status   print the running manager's status as JSON; exit 1 if none runs
+  stop     ask it to save what is queued and exit; exit 1 if none runs"""
+
+
+def main(argv: list[str]) -> int:
+    import json
+
+    from .client import request
+
+    paths = from_env()
+    cmd = argv[0] if argv else ""
+    if cmd in ("-h", "--help"):
+        print(USAGE)
+        return 0
+    if cmd == "serve":
+        import gc
+
+        gc.set_threshold(50_000, 20, 20)  # a large, long-lived heap: collect rarely
+        idle = float(os.environ.get("EGGSHELL_MANAGER_IDLE") or IDLE_S)
+        _redirect_log(paths)
+        return serve(paths, idle)
+    if cmd in ("status", "stop"):
+        reply = request(paths.data_root, {"op": "ping" if cmd == "status" else "stop"})
+        if reply is None:
+            print("%s: no manager is running for %s" % (PROG, paths.data_root), file=sys.stderr)
+            return 1
+        print(json.dumps(reply))
+        return 0
+    print(USAGE, file=sys.stderr)
+    return 2
+
+
+def _redirect_log(paths: Paths) -> None:
+    """A detached manager's own stderr (a crash before logging starts) goes to run/manager.log."""
+    try:
+        d = private_dir(run_dir(paths.data_root))
+        fd = os.open(os.path.join(d, LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.dup2(fd, 2)
+        os.close(fd)
+    except OSError:
+        pass

@@ -1,0 +1,80 @@
+"""What answering a hook needs loaded: stores, search indexes, reuse workspaces, the model.
+
+One class serves both paths. A hook process with no manager makes one (`warm=False`),
+answers one event and exits: stores are read once per event, and prompts are ranked
+lexically because loading the model would cost a second. The warm manager keeps one for
+its lifetime: stores only read what was appended, the workspace grows by each commit's
+new edges, and the model stays loaded. The answers are the same code either way.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .config import Config
+from .engine import LiveWorkspace, Workspace
+from .query import Searcher
+from .store import Store
+
+
+class Resources:
+    def __init__(self, data_root: str, bin_dir: str, *, warm: bool, log: Callable[[str], None] = lambda m: None):
+        self.data_root = data_root
+        self.bin_dir = bin_dir
+        self.warm = warm
+        self.log = log
+        self._stores: dict[str, Store] = {}
+        self._live: dict[tuple[str, ...], LiveWorkspace] = {}
+        self._searchers: dict[tuple, Searcher] = {}
+        self._closers: list[Callable[[], None]] = []
+
+    def store(self, path: str) -> Store:
+        """The store at `path`, current: a cached one reads only what was appended."""
+        s = self._stores.get(path)
+        if s is None:
+            s = self._stores[path] = Store.open(path)
+        else:
+            s.refresh()
+        return s
+
+    def workspace(self, read: tuple[str, ...], staged=()) -> Workspace:
+        live = self._live.get(read)
+        if live is None:
+            live = self._live[read] = LiveWorkspace([self.store(p) for p in read])
+        return live.current(staged)
+
+    def searcher(self, cfg: Config, read: tuple[str, ...]) -> Searcher:
+        """A Searcher over these stores; warm, it ranks with the model too (when the config says so)."""
+        key = (read, cfg.mode, cfg.model, cfg.threshold, cfg.bm25_k1, cfg.bm25_b, cfg.semantic_matcher, cfg.top_k, self.warm)
+        s = self._searchers.get(key)
+        if s is None:
+            semantic = None
+            if self.warm:
+                from . import matcher
+                from .query import semantic_depth
+
+                semantic, close = matcher.choose(cfg, self.data_root, self.bin_dir, semantic_depth(cfg.top_k), self.log,
+                                                 prefer_in_process=True)
+                self._closers.append(close)
+            import os
+
+            trace = os.path.join(self.data_root, "semantic", "matcher-trace.jsonl")
+            s = self._searchers[key] = Searcher([self.store(p) for p in read], cfg.mode, semantic, trace=trace, model=cfg.model,
+                                                k1=cfg.bm25_k1, b=cfg.bm25_b)
+        return s
+
+    def index(self, items: list[dict]) -> None:
+        """Embed newly saved turns now, so the next prompt only embeds itself (warm only)."""
+        for s in self._searchers.values():
+            provider = getattr(s.semantic, "provider", None)
+            if provider is not None and items:
+                provider.index(items)
+                return
+
+    def close(self) -> None:
+        for c in self._closers:
+            try:
+                c()
+            except Exception:
+                pass
+        self._closers.clear()
