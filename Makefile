@@ -13,9 +13,10 @@ NPM_BIN       := $(NPM_PREFIX)/node_modules/.bin
 BATS_BIN      := $(NPM_PREFIX)/node_modules/bats/bin
 BATS_VERSION  := 1.13.0
 CODEX_VERSION := 0.169.0
+CLAUDE_VERSION := 2.1.328
 PY_TEST_TOOLS := pytest>=8 hypothesis>=6.100
 
-# Tests find bats and codex on PATH, and import the checkout's code.
+# Tests find bats, codex and claude on PATH, and import the checkout's code.
 export PATH := $(BATS_BIN):$(NPM_BIN):$(PATH)
 export PYTHONPATH := $(CURDIR)/lib$(if $(PYTHONPATH),:$(PYTHONPATH))
 
@@ -25,7 +26,7 @@ help:
 	@echo "make targets:"
 	@echo "  install     run ./install.sh (venv, model and commands under $(PREFIX))"
 	@echo "  test        every test: pytest over tests/, then bats tests/bats (installs test tools if missing)"
-	@echo "  test-tools  install pytest+hypothesis into the venv, bats+codex into .cache/npm, if missing"
+	@echo "  test-tools  install pytest+hypothesis into the venv, bats+codex+claude into .cache/npm, if missing"
 	@echo "  pytest      only the Python tests        bats  only the bats tests"
 	@echo "  bench       run every tests/bench/bench_*.py with the venv's Python"
 	@echo "  eval        retrieval quality on public sets: python -m eggshell.eval DATA (DATA=$(DATA))"
@@ -43,12 +44,13 @@ test-tools: $(PY)
 	@$(PY) -c 'import pytest, hypothesis' 2>/dev/null || { \
 	  echo "make: installing $(PY_TEST_TOOLS) into $(VENV)"; \
 	  $(PY) -m pip install --quiet --disable-pip-version-check $(foreach p,$(PY_TEST_TOOLS),'$(p)'); }
-	@if [ -x "$(BATS_BIN)/bats" ] && "$(NPM_BIN)/codex" --version 2>/dev/null | grep -qx 'codex-cli $(CODEX_VERSION)'; then :; else \
-	  command -v npm >/dev/null || { echo "make: npm is needed to install bats and codex (apt-get install npm)" >&2; exit 1; }; \
-	  echo "make: installing bats@$(BATS_VERSION) and @openai/codex@$(CODEX_VERSION) into $(NPM_PREFIX)"; \
+	@if [ -x "$(BATS_BIN)/bats" ] && "$(NPM_BIN)/codex" --version 2>/dev/null | grep -qx 'codex-cli $(CODEX_VERSION)' \
+	  && "$(NPM_BIN)/claude" --version 2>/dev/null | grep -qx '$(CLAUDE_VERSION) (Claude Code)'; then :; else \
+	  command -v npm >/dev/null || { echo "make: npm is needed to install bats, codex and claude (apt-get install npm)" >&2; exit 1; }; \
+	  echo "make: installing bats@$(BATS_VERSION), @openai/codex@$(CODEX_VERSION) and @anthropic-ai/claude-code@$(CLAUDE_VERSION) into $(NPM_PREFIX)"; \
 	  mkdir -p "$(NPM_PREFIX)" && \
 	  npm install --prefix "$(NPM_PREFIX)" --no-audit --no-fund --save-exact --loglevel=error \
-	    bats@$(BATS_VERSION) @openai/codex@$(CODEX_VERSION); \
+	    bats@$(BATS_VERSION) @openai/codex@$(CODEX_VERSION) @anthropic-ai/claude-code@$(CLAUDE_VERSION); \
 	fi
 
 # Both suites always run; the target fails if either does (pytest's exit 5, no tests, included).

@@ -22,7 +22,7 @@ from .store import EggError, Graph, Store, compact, merge
 from .values import Atom, readable
 
 PROG = "egg"
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostCompact", "Stop")
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostCompact", "Stop", "SessionEnd")
 HOOK_TIMEOUT_S = 30
 
 EGGS_GITIGNORE = """# Eggshell stores hold your prompts and tool outputs: private by default.

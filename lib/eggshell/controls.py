@@ -527,8 +527,54 @@ def check_data_root(c: Checkup) -> tuple[str, str]:
     return "FAIL", "data root %s is not writable (%s): fix its permissions or set EGGSHELL_DATA_ROOT" % (d, probe)
 
 
+def check_manager(c: Checkup) -> tuple[str, str]:
+    """The warm manager answers, and the save queue is not stuck."""
+    import time
+
+    from .client import LOG, request, run_dir
+    from .journal import Journal
+
+    files = Journal(c.paths.journal_dir).files()
+    stale = [f for f in files if _sealed_for(f) > 120]
+    r = request(c.paths.data_root, {"op": "ping"}, timeout=2.0)
+    log = os.path.join(run_dir(c.paths.data_root), LOG)
+    crash = ""
+    if os.path.isfile(log) and os.path.getsize(log):
+        with open(log, "rb") as f:
+            f.seek(max(0, os.path.getsize(log) - 400))
+            crash = f.read().decode("utf-8", "replace").strip().splitlines()[-1:]
+            crash = " (last line of %s: %s)" % (log, crash[0]) if crash else ""
+    if stale:
+        return "FAIL", ("%d finished turn%s waiting over 2 minutes to be saved (%s); the manager %s%s: see %s, then run a "
+                        "prompt (it restarts the manager) or `egg keep` in that chat") % (
+            len(stale), "" if len(stale) == 1 else "s", stale[0], "is not running" if r is None else "is stuck", crash,
+            c.paths.log_file)
+    if r is None:
+        return "note", "warm manager: not running (the next hook starts one)%s; %d turn%s journaled" % (
+            crash, len(files), "" if len(files) == 1 else "s")
+    return "ok", "warm manager: pid %d, up %.0f s, %.0f MB resident, %d requests, %d turn%s journaled (checked at %s)" % (
+        r.get("pid", 0), r.get("uptime_s", 0), r.get("rss_kb", 0) / 1024, r.get("requests", 0), len(files),
+        "" if len(files) == 1 else "s", time.strftime("%H:%M:%S"))
+
+
+def _sealed_for(path: str) -> float:
+    """Seconds since a journaled turn was sealed (0 while it is still open)."""
+    import time
+
+    from .journal import Journal, sealed
+
+    seal = sealed(Journal(os.path.dirname(os.path.dirname(path))).read_file(path))
+    if seal is None:
+        return 0.0
+    try:
+        return time.time() - os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
 DOCTOR_CHECKS: tuple[Callable[[Checkup], tuple[str, str] | None], ...] = (
     check_hook_bin, check_codex_hooks, check_codex_trust, check_claude_hooks, check_config, check_model, check_data_root,
+    check_manager,
 )
 
 

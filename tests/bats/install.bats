@@ -122,6 +122,37 @@ models_dir_is_clean() {
   [ "$(cat "$PREFIX/config/eggshell/config.toml")" = "# mine" ]
 }
 
+@test "egg install claude registers the installed egg-hook in ~/.claude/settings.json; uninstall restores it" {
+  first_install_ok
+  home="$BATS_TEST_TMPDIR/home"
+  settings="$home/.claude/settings.json"
+  mkdir -p "$home/.claude"
+  original='{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"notify-send done"}]}]}}'
+  printf '%s\n' "$original" >"$settings"
+  egg_as_user() { HOME="$home" EGGSHELL_PREFIX="$PREFIX" EGGSHELL_DATA_ROOT="$BATS_TEST_TMPDIR/data" \
+    env -u CLAUDE_CONFIG_DIR "$PREFIX/bin/egg" "$@"; }
+
+  run -0 egg_as_user install claude
+  [[ "$output" == *"$settings: Eggshell hooks for SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure, PreCompact, PostCompact, Stop, SessionEnd"* ]]
+  [[ "$output" == *"command: $PREFIX/bin/egg-hook claude"* ]]
+  [ "$(mode_of "$settings")" = 600 ]
+  [ "$(jq -r .model "$settings")" = opus ]
+  [ "$(jq '[.hooks[][] .hooks[] | select(.command | endswith("/egg-hook claude"))] | length' "$settings")" = 9 ]
+  [ "$(jq -r '[.hooks.PreToolUse[], .hooks.PostToolUse[], .hooks.PostToolUseFailure[]] | map(.matcher) | unique | join(",")' "$settings")" = "*" ]
+  run -0 egg_as_user install claude   # a second run replaces our entries, nothing more
+  [ "$(jq '[.hooks[][] .hooks[] | select(.command | endswith("/egg-hook claude"))] | length' "$settings")" = 9 ]
+
+  # The registered command, run as Claude Code runs it, answers a payload (outside a project: {}).
+  cmd="$(jq -r '.hooks.SessionStart[0].hooks[0].command' "$settings")"
+  cd "$BATS_TEST_TMPDIR"
+  run -0 --separate-stderr sh -c "$cmd" <<<'{"hook_event_name":"SessionStart","session_id":"s1","cwd":"/","source":"startup"}'
+  [ "$output" = "{}" ]
+
+  run -0 egg_as_user uninstall claude
+  [[ "$output" == *"removed 9 Eggshell hooks from $settings"* ]]
+  [ "$(jq -cS . "$settings")" = "$(jq -cS . <<<"$original")" ]
+}
+
 @test "a damaged model file is fetched again, alone; EGGSHELL_DATA_ROOT is honoured" {
   first_install_ok
   printf 'junk' >>"$MODEL_DIR/config.json"

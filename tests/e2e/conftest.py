@@ -1,7 +1,8 @@
-"""Fixtures for end-to-end tests that drive the real Codex CLI (see README.md here).
+"""Fixtures for end-to-end tests that drive the real Codex CLI and Claude Code (see README.md here).
 
 Every test under tests/e2e gets the ``e2e`` marker. A missing Codex CLI is a test *failure*
-(CI installs it), never a skip.
+(CI installs it), never a skip. A missing Claude Code is a failure under CI (``$CI`` set) and
+a skip elsewhere, so a checkout without the 370 MB Claude binary can still run the rest.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 from codex_harness import CodexHome, CodexNotFound, codex_version, find_codex  # noqa: E402
+from claude_harness import ClaudeNotFound, ci, find_claude  # noqa: E402
 from fake_model_server import FakeModelServer  # noqa: E402
 
 
@@ -32,6 +34,17 @@ def codex_bin() -> str:
         return find_codex()
     except CodexNotFound as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> str:
+    """Path of Claude Code; absent, a failure under CI (it installs it) and a skip elsewhere."""
+    try:
+        return find_claude()
+    except ClaudeNotFound as exc:
+        if ci() or os.environ.get("EGGSHELL_E2E_CLAUDE"):
+            pytest.fail(str(exc), pytrace=False)
+        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="session")

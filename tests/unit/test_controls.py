@@ -391,7 +391,23 @@ def test_doctor_all_good(egg, monkeypatch):
         "ok   config loads: %s (default profile work)" % (egg.proj / PROJECT_CONFIG),
         "ok   embedding model at %s" % model,
         "ok   data root %s is writable (it will be created)" % egg.paths.data_root,
+        "note warm manager: not running (the next hook starts one); 0 turns journaled",
     ]
+
+
+def test_doctor_reports_a_saved_turn_stuck_in_the_queue(egg):
+    from eggshell.journal import Journal
+
+    j = Journal(egg.paths.journal_dir)
+    j.append("s", "t", {"event": "prompt", "session": "s", "turn": "t", "cwd": str(egg.proj), "prompt": "p"})
+    j.append("s", "t", {"event": "stop", "answer": "a", "why": "Stop"})
+    rc, out, _ = egg("doctor")
+    assert "note warm manager: not running" in out and "FAIL" not in out.split("warm manager")[0][-5:]
+    old = os.stat(j.turn_path("s", "t")).st_mtime - 600
+    os.utime(j.turn_path("s", "t"), (old, old))
+    rc, out, _ = egg("doctor")
+    (line,) = [x for x in out.splitlines() if "waiting" in x]
+    assert rc == 1 and line.startswith("FAIL 1 finished turn waiting over 2 minutes to be saved") and "egg keep" in line
 
 
 def test_doctor_reports_each_failure_with_its_fix(egg, monkeypatch):

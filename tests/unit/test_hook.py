@@ -267,6 +267,32 @@ def test_claude_code_payloads(env):
     assert hook.respond("claude", json.dumps(dict(base, hook_event_name="SessionStart")), env.paths)["systemMessage"]
 
 
+def test_a_failed_claude_tool_call_is_recorded_from_its_error(env):
+    """Claude Code reports a non-zero exit as PostToolUseFailure, with `error` instead of tool_response."""
+    base = {"session_id": "claude-2", "cwd": env.project, "transcript_path": "/dev/null"}
+    env.respond(dict(base, hook_event_name="UserPromptSubmit", prompt_id="p-2", prompt="run the tests"))
+    env.respond(dict(base, hook_event_name="PostToolUseFailure", tool_name="Bash", tool_input={"command": "pytest -q"},
+                     error="Exit code 1\n1 failed, 3 passed", is_interrupt=False, tool_use_id="toolu_9"))
+    env.respond(dict(base, hook_event_name="Stop", last_assistant_message="one test fails"))
+    (v,) = env.views()
+    assert [(t.work, t.outcome) for t in v.tools] == [('Bash\n{"command":"pytest -q"}', "Exit code 1\n1 failed, 3 passed")]
+
+
+def test_claude_context_is_capped_at_its_limit(env):
+    env.write_config(config.PROJECT_TEMPLATE.replace("handoff_chars = 8000", "handoff_chars = 40000"))
+    for i in range(4):  # four turns whose evidence is about 4,000 characters each
+        big = "".join("src/billing_%d.py:%d: late_fee += rate * day  # case %d\n" % (i, n, n) for n in range(80))
+        env.respond(env.prompt("where is late_fee computed in billing_%d?" % i, turn="t%d" % i, session="s0"))
+        env.respond(env.tool("grep -rn late_fee src/billing_%d.py" % i, big, turn="t%d" % i, session="s0"))
+        env.respond(env.stop("late_fee is computed in billing_%d" % i, turn="t%d" % i, session="s0"))
+    sizes = {}
+    for host in ("claude", "codex"):
+        reply = hook.respond(host, json.dumps(env.prompt("where is late_fee computed?", turn="t-" + host, session="s-" + host)),
+                             env.paths)
+        sizes[host] = len(reply["hookSpecificOutput"]["additionalContext"])
+    assert 0 < sizes["claude"] <= 10000 < sizes["codex"] <= 40000
+
+
 # -- handing prior work back ------------------------------------------------------------------
 
 

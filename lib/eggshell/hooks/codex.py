@@ -26,6 +26,8 @@ from ..paths import Paths, find_project
 
 HOST_CONTEXT_CAP = {"codex": 48000, "claude": 10000}  # characters of hook context each host accepts
 SEALING = ("Stop", "SessionEnd", "Interrupt")  # events that end a turn
+# Claude Code reports a failed tool call (a non-zero exit) as PostToolUseFailure, with `error` for output.
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 DEFAULT_BUDGET = 8000  # handoff characters when a turn's selection does not say (config.Config.handoff_chars)
 
 
@@ -134,17 +136,17 @@ def record(payload: Any, paths: Paths) -> Step | None:
     def step(turn, selection, answer_needed=True):
         return Step(event, session, turn, cwd, selection, config_file, answer_needed)
 
-    if event in ("PostToolUse", "PreToolUse"):
+    if event in TOOL_EVENTS:
         turn = _turn_id(payload, journal, session)
         if turn is None or not journal.has(session, turn):
             return None  # a turn is journaled only if its prompt was: memory is off for it
-        if event == "PostToolUse":  # durable before anything else
+        if event != "PreToolUse":  # durable before anything else
             journal.append(session, turn, {
                 "event": "tool",
                 "name": _need_str(payload, "tool_name"),
                 "id": payload.get("tool_use_id") if isinstance(payload.get("tool_use_id"), str) else os.urandom(16).hex(),
                 "input": payload.get("tool_input"),
-                "output": payload.get("tool_response"),
+                "output": tool_output(payload),
                 "time": _now(),
             })
         else:
@@ -206,14 +208,14 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
     local_union = bool(sel.get("local_union", True))
     journal = Journal(paths.journal_dir)
 
-    if st.event in ("PreToolUse", "PostToolUse"):
+    if st.event in TOOL_EVENTS:
         work, shown = _tool_work(payload)
         staged = _staged(journal, st.session, st.turn)
         evidence = None
-        if st.event == "PostToolUse":
+        if st.event != "PreToolUse":
             from ..turns import normalize_output
 
-            evidence = normalize_output(payload.get("tool_response"))
+            evidence = normalize_output(tool_output(payload))
         h = _reuse(paths, res, read, st.session, work, shown, effects, budget=budget, local_union=local_union, staged=staged,
                    enforce=st.event == "PreToolUse", evidence=evidence)
         if h.deny:
@@ -358,6 +360,15 @@ def _reason(h, hits=()) -> str:
     lines += ["evidence  %s  shown in full" % k for k in h.keys]
     lines += ["evidence  %s  listed only (over the budget; egg show reads it)" % k for k in h.omitted]
     return "\n".join(lines)
+
+
+def tool_output(payload: dict) -> Any:
+    """What a tool call showed: its response, or for a failed call the error text the host reports."""
+    if payload.get("hook_event_name") != "PostToolUseFailure":
+        return payload.get("tool_response")
+    err = payload.get("error")
+    text = err if isinstance(err, str) else ("" if err is None else str(err))
+    return text + ("\n[interrupted]" if payload.get("is_interrupt") is True else "")
 
 
 def _tool_work(payload: dict) -> tuple[str, str]:
