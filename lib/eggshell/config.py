@@ -209,6 +209,9 @@ def _check(path: str, key: str, value: Any, where: str) -> Any:
     if key == "read":
         if not all(isinstance(p, str) and p for p in value):
             raise ConfigError("%s: 'read' must be %s" % (path, desc))
+        if where == "project":
+            for p in value:
+                _inside_project(path, "'read' entry", p)
         return tuple(value)
     if key == "egg" and not value.strip():
         raise ConfigError("%s: 'egg' must not be empty" % path)

@@ -112,6 +112,7 @@ class Provider:
         self._bm25: BM25 | None = None
         self._passages: Passages | None = None
         self._bm25_texts: list[str] | None = None
+        self.query_embed_limit: int | None = None  # None: semantic.QUERY_EMBED_LIMIT
 
     @property
     def uses_model(self) -> bool:
@@ -126,6 +127,8 @@ class Provider:
             enc = Encoder(s.model, model_dir=s.model_dir) if s.model else Encoder(model_dir=s.model_dir)
             root = s.cache_dir or os.path.join(self.data_root or ".", "semantic", "vectors")
             self._semantic = SemanticIndex(enc, root, self.log)
+            if self.query_embed_limit is not None:
+                self._semantic.query_embed_limit = self.query_embed_limit
         return self._semantic
 
     @property

@@ -127,6 +127,16 @@ class Manager:
             self.wake.clear()
             self.call(self.settle, None)
 
+    def backfiller(self) -> None:
+        """Between requests, embed stored turns that have no vectors yet, a few windows at a time."""
+        rest = 0.5
+        while not self.stopping.wait(rest):
+            if self.busy or not self.jobs.empty() or time.monotonic() - self.last < 0.5:
+                rest = 0.5
+                continue
+            n = self.call(self.res.backfill, time.monotonic() + 60.0)
+            rest = 0.05 if n else 10.0  # nothing left: look again later (new turns are embedded at save)
+
     # -- the worker ------------------------------------------------------------------------
 
     def call(self, fn, deadline: float | None):
@@ -225,6 +235,7 @@ class Manager:
         worker = threading.Thread(target=self.worker, name="worker", daemon=True)
         worker.start()
         threading.Thread(target=self.settler, name="settler", daemon=True).start()
+        threading.Thread(target=self.backfiller, name="backfiller", daemon=True).start()
         self.wake.set()  # drain what earlier hooks queued while no manager ran
         listener.settimeout(1.0)
         while not self.stopping.is_set():

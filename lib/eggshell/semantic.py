@@ -28,6 +28,8 @@ class SemanticIndex:
         self.log = log
         self._cache = None
         self._rows: dict[str, np.ndarray] = {}  # record text -> cache rows of its windows (complete only)
+        self.query_embed_limit = QUERY_EMBED_LIMIT  # a warm manager lowers it and fills the rest while idle
+        self.embedded = 0  # windows the last `ensure` embedded
         self._flat: tuple[list[str], np.ndarray, np.ndarray] | None = None  # last candidates: their rows, flattened
 
     @property
@@ -60,8 +62,10 @@ class SemanticIndex:
             rows = cache.lookup(unique) if unique else np.zeros(0, dtype=np.int64)
             missing = [w for w, r in zip(unique, rows) if r < 0]
             if limit is not None and len(missing) > limit:
-                self.log("%d windows of earlier turns are not embedded yet; embedding %d now (run `egg index` to do the rest)" % (len(missing), limit))
+                if limit >= QUERY_EMBED_LIMIT:
+                    self.log("%d windows of earlier turns are not embedded yet; embedding %d now (run `egg index` to do the rest)" % (len(missing), limit))
                 missing = missing[:limit]
+            self.embedded = len(missing)
             for i in range(0, len(missing), EMBED_BATCH):
                 batch = missing[i : i + EMBED_BATCH]
                 cache.put(batch, self.encoder.embed(batch))
@@ -82,7 +86,7 @@ class SemanticIndex:
         """(all rows of the candidates' windows, the count per candidate), kept while they are the same."""
         if self._flat is not None and self._flat[0] == texts:
             return self._flat[1], self._flat[2]
-        rows = self.ensure(texts, limit=QUERY_EMBED_LIMIT)
+        rows = self.ensure(texts, limit=self.query_embed_limit)
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         flat = np.concatenate(rows) if lengths.sum() else np.zeros(0, dtype=np.int64)
         if all(t in self._rows for t in texts):  # complete: safe to reuse for the next query

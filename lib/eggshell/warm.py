@@ -16,6 +16,9 @@ from .engine import LiveWorkspace, Workspace
 from .query import Searcher
 from .store import Store
 
+QUERY_WINDOWS = 16  # windows a warm prompt embeds for stored turns not embedded yet (about half a second)
+BACKFILL_WINDOWS = 16  # windows embedded per idle step of the manager
+
 
 class Resources:
     def __init__(self, data_root: str, bin_dir: str, *, warm: bool, log: Callable[[str], None] = lambda m: None):
@@ -61,7 +64,28 @@ class Resources:
             trace = os.path.join(self.data_root, "semantic", "matcher-trace.jsonl")
             s = self._searchers[key] = Searcher([self.store(p) for p in read], cfg.mode, semantic, trace=trace, model=cfg.model,
                                                 k1=cfg.bm25_k1, b=cfg.bm25_b)
+            provider = getattr(semantic, "provider", None)
+            if provider is not None:
+                provider.query_embed_limit = QUERY_WINDOWS
         return s
+
+    def backfill(self, limit: int = BACKFILL_WINDOWS) -> int:
+        """Embed up to `limit` windows of stored turns that have none yet; how many were embedded.
+
+        A store saved elsewhere (merged, copied, or recorded before the model was installed)
+        can hold thousands of turns never embedded: a prompt embeds only a few of them, and
+        the manager calls this between requests until nothing is left, so no hook waits
+        behind a long embedding run.
+        """
+        done = 0
+        for s in self._searchers.values():
+            provider = getattr(s.semantic, "provider", None)
+            if provider is None or not s.candidates or done >= limit:
+                continue
+            idx = provider._index()
+            idx.ensure([c["text"] for c in s.candidates], limit=limit - done)
+            done += idx.embedded
+        return done
 
     def index(self, items: list[dict]) -> None:
         """Embed newly saved turns now, so the next prompt only embeds itself (warm only)."""

@@ -96,13 +96,20 @@ def test_nearest_project_file_wins(paths, project):
     assert cfg.write_egg == str(project / "sub" / "inner.egg")
 
 
-def test_read_stores_relative_to_root_write_store_first_without_repeats(paths, project, monkeypatch):
-    # `read` is the legacy list of extra stores: unlike [eggs], it may name stores outside the project
-    monkeypatch.setenv("HOME", "/home/someone")
-    write_project(project, 'egg = "a/../w.egg"\nread = ["shared/team.egg", "w.egg", "~/all.egg", "/abs/x.egg"]\n')
+def test_read_stores_relative_to_root_write_store_first_without_repeats(paths, project):
+    write_project(project, 'egg = "a/../w.egg"\nread = ["shared/team.egg", "w.egg", "sub/../x.egg"]\n')
     cfg = config.load(paths, str(project))
     assert cfg.write_egg == str(project / "w.egg")
-    assert cfg.read_eggs == [str(project / "w.egg"), str(project / "shared" / "team.egg"), "/home/someone/all.egg", "/abs/x.egg"]
+    assert cfg.read_eggs == [str(project / "w.egg"), str(project / "shared" / "team.egg"), str(project / "x.egg")]
+
+
+@pytest.mark.parametrize("entry", ["~/all.egg", "/abs/x.egg", "../other/.eggs/work.egg"])
+def test_read_may_not_name_a_store_outside_the_project(paths, project, monkeypatch, entry):
+    monkeypatch.setenv("HOME", "/home/someone")
+    write_project(project, 'read = ["ok.egg", "%s"]\n' % entry)
+    with pytest.raises(config.ConfigError, match=r"'read' entry = .* outside the project") as e:
+        config.load(paths, str(project))
+    assert PROJECT_CONFIG in str(e.value) and "global config" in str(e.value)
 
 
 def test_min_coverage_integer_becomes_float(paths, project):

@@ -326,10 +326,10 @@ def test_handoff_budget_and_top_k_come_from_the_project_config(env):
 
 
 def test_read_stores_are_searched_too(env, tmp_path):
-    other = Env(tmp_path / "other")
+    other = Env(tmp_path / "proj" / "vendor" / "billing")  # a store inside the project (outside it is refused)
     other.paths = env.paths
     record_late_fee(other)
-    env.write_config('read = ["%s"]\n' % other.egg)
+    env.write_config('read = ["vendor/billing/proj/.eggs/work.egg"]\n')
     ctx = env.respond(env.prompt("where is late_fee?", turn="t2"))["hookSpecificOutput"]["additionalContext"]
     assert LATE_FEE_ANSWER in ctx
 
