@@ -25,8 +25,22 @@ def run_dir(data_root: str) -> str:
     return os.path.join(data_root, "run")
 
 
+MAX_SOCKET_BYTES = 100  # AF_UNIX paths hold 108 bytes on Linux (104 on macOS)
+
+
 def socket_path(data_root: str) -> str:
-    return os.path.join(run_dir(data_root), SOCKET)
+    """The manager's socket: in the data root's run/, or when that path is too long for a
+    Unix socket, in a private per-user directory under $XDG_RUNTIME_DIR or /tmp, named by
+    a hash of the data root."""
+    p = os.path.join(run_dir(data_root), SOCKET)
+    if len(os.fsencode(p)) <= MAX_SOCKET_BYTES:
+        return p
+    import hashlib
+    import tempfile
+
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    name = hashlib.sha256(os.fsencode(os.path.abspath(data_root))).hexdigest()[:24]
+    return os.path.join(base, "eggshell-%d" % os.getuid(), name + ".sock")
 
 
 class Connection:
@@ -112,7 +126,9 @@ def spawn(data_root: str, env: dict | None = None) -> bool:
     e["EGGSHELL_DATA_ROOT"] = data_root
     e["PYTHONPATH"] = lib + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
     try:
-        os.makedirs(run_dir(data_root), mode=0o700, exist_ok=True)
+        from .paths import private_dir
+
+        private_dir(run_dir(data_root))
         with open(os.devnull, "rb") as null_in, open(os.devnull, "wb") as null_out:
             subprocess.Popen([sys.executable, "-m", "eggshell", "egg-manager", "serve"], stdin=null_in, stdout=null_out,
                              stderr=null_out, start_new_session=True, close_fds=True, env=e, cwd="/")

@@ -9,18 +9,24 @@ only after the commit that covers its seal has landed, so a crash at any point l
 file for the next pass; a commit is idempotent, so a replay adds nothing.
 
 A read-only turn (a `private` profile, or a turn the user will `egg keep` by hand) is
-never committed here; its sealed file stays until the chat's next prompt, so `egg keep`
-can still save it.
+never committed here; its sealed file stays until the chat's next prompt or for
+KEEP_READ_ONLY_S after its seal, whichever comes first, so `egg keep` can still save it
+and nothing the user chose not to record stays on disk for long.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass
 from typing import Callable
 
 from .journal import Journal, sealed, turn_record
 from .save import save_turn
 from .turns import TurnError
+
+
+KEEP_READ_ONLY_S = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +69,10 @@ def settle(journal: Journal, path: str, store_for: Callable[[str], object],
             saved = None  # nothing storable (a malformed event): the seal still empties the queue
         if saved is not None and saved.commit_id is not None:
             committed, index = True, tuple(saved.index)
-    removable = seal is not None and (write is not None or not journal.is_current(path))
+    removable = seal is not None and (write is not None or not journal.is_current(path) or _age(path) > KEEP_READ_ONLY_S)
     if removable:
         _unlink(path)
+        _tidy(path)
     return Settled(path, committed, removable, index)
 
 
@@ -84,9 +91,36 @@ def settle_all(journal: Journal, store_for: Callable[[str], object], resolve=Non
 
 
 def _unlink(path: str) -> None:
-    import os
-
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def _age(path: str) -> float:
+    try:
+        return time.time() - os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _tidy(path: str) -> None:
+    """Remove a chat's journal directory once its last turn left, unless a turn is still open.
+
+    Without this every chat ever held would leave a directory (and its `current` file) behind.
+    A chat that goes on simply makes the directory again at its next prompt.
+    """
+    d = os.path.dirname(path)
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    if any(n.endswith(".ndjson") for n in names):
+        return
+    for n in names:
+        if n == "current" or ".tmp-" in n:
+            _unlink(os.path.join(d, n))
+    try:
+        os.rmdir(d)
+    except OSError:
+        pass  # a prompt wrote here meanwhile: it stays

@@ -558,14 +558,16 @@ def check_manager(c: Checkup) -> tuple[str, str]:
 
 
 def _sealed_for(path: str) -> float:
-    """Seconds since a journaled turn was sealed (0 while it is still open)."""
+    """Seconds since a journaled turn that should be saved was sealed (0: open, or read-only)."""
     import time
 
+    from .commits import target
     from .journal import Journal, sealed
 
-    seal = sealed(Journal(os.path.dirname(os.path.dirname(path))).read_file(path))
-    if seal is None:
-        return 0.0
+    events = Journal(os.path.dirname(os.path.dirname(path))).read_file(path)
+    write, _, named = target(events)
+    if sealed(events) is None or (named and write is None):
+        return 0.0  # a read-only turn waits for `egg keep` (or expires), it is not stuck
     try:
         return time.time() - os.stat(path).st_mtime
     except OSError:

@@ -10,14 +10,15 @@ runs the engine (reuse.discover) on one inquiry and renders the result
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from collections import ChainMap
+from typing import Callable, Iterable, Mapping
 
 from .handoff import DEFAULT_BUDGET, PlanHandoff, owner_of, render_plan
 from .identity import content_hex
 from .commands import deniable
-from .intrinsic import Candidate, Corpus, candidates_from, candidates_under, tool_children
+from .intrinsic import Candidate, Concat, Corpus, candidates_from, candidates_under, tool_children
 from .quotient import Union
-from .reuse import Plan, discover
+from .reuse import Plan, alls_by_parent, discover
 from .values import Apply, Atom, Op, Value
 
 EMPTY = PlanHandoff("", False, (), (), (), ())
@@ -28,7 +29,8 @@ class Workspace:
     corpus: Corpus
     alls: tuple[Apply, ...]
     unions: tuple[Union, ...]  # persistent ones, from the .egg files
-    index: dict[str, int]  # content id (hex) of a candidate's edge -> its index
+    index: Mapping[str, int]  # content id (hex) of a candidate's edge -> its index
+    by_parent: Mapping[Value, list[Apply]]  # reuse.alls_by_parent(alls), kept by a warm workspace
 
 
 def workspace(graphs: Iterable, staged: Iterable[Value] = ()) -> Workspace:
@@ -49,7 +51,7 @@ def workspace(graphs: Iterable, staged: Iterable[Value] = ()) -> Workspace:
                 cands.append(Candidate(c.edge, c.work, c.outcome, c.tool, c.patterns, staged=is_staged))
     corpus = Corpus(cands)
     index = {content_hex(c.edge): i for i, c in enumerate(corpus.candidates)}
-    return Workspace(corpus, alls, tuple(Union(a, b, "workspace") for a, b in pairs), index)
+    return Workspace(corpus, alls, tuple(Union(a, b, "workspace") for a, b in pairs), index, alls_by_parent(alls))
 
 
 class LiveWorkspace:
@@ -71,13 +73,14 @@ class LiveWorkspace:
         self._seen = [0] * len(self.stores)
         self._corpus = Corpus()
         self._alls: dict[Apply, None] = {}
+        self._by_parent: dict[Value, list[Apply]] = {}
         self._children: set[Value] = set()
         self._requests: set[Value] = set()  # Works of indexed candidates that are not tool-level
         self._edges: set[Apply] = set()
         self._index: dict[str, int] = {}
 
     def _grow(self) -> None:
-        fresh: list[Value] = []
+        fresh: list[tuple[str, Value]] = []  # (content id, root): the store knows the ids already
         for i, st in enumerate(self.stores):
             st.refresh()
             g = st.graph
@@ -87,25 +90,29 @@ class LiveWorkspace:
             self._graphs[i] = g
             n = len(g.root_ids)
             if n > self._seen[i]:
-                fresh.extend(g.nodes[r] for r in list(g.root_ids)[self._seen[i]:])
+                fresh.extend((r, g.nodes[r]) for r in list(g.root_ids)[self._seen[i]:])
                 self._seen[i] = n
         if fresh and not self._add(fresh):
             self._reset()
             return self._grow()
 
-    def _add(self, values: list[Value]) -> bool:
+    def _add(self, fresh: list[tuple[str, Value]]) -> bool:
         """Index new roots; False when they change an indexed candidate (then rebuild)."""
+        ids = {v: i for i, v in fresh}
+        values = list(ids)
         new_alls = [v for v in values if isinstance(v, Apply) and v.op is Op.ALL and v not in self._alls]
         kids = tool_children(new_alls)
         if kids & self._requests:
             return False
         self._alls.update(dict.fromkeys(new_alls))
+        for a in new_alls:
+            self._by_parent.setdefault(a.args[0].target, []).append(a)
         self._children |= kids
         cands = [c for c in candidates_under(values, self._children) if c.edge not in self._edges]
         base = len(self._corpus.candidates)
         for j, c in enumerate(dict((c.edge, c) for c in cands).values()):
             self._edges.add(c.edge)
-            self._index[content_hex(c.edge)] = base + j
+            self._index[ids[c.edge]] = base + j
             if not c.tool:
                 self._requests.add(c.work)
             self._corpus.extend([c])
@@ -117,7 +124,7 @@ class LiveWorkspace:
         unions = tuple(Union(a, b, "workspace") for g in self._graphs if g is not None for a, b in g.unions())
         staged = list(staged)
         if not staged:
-            return Workspace(self._corpus, tuple(self._alls), unions, self._index)
+            return Workspace(self._corpus, tuple(self._alls), unions, self._index, self._by_parent)
         new_alls = [v for v in dict.fromkeys(staged) if isinstance(v, Apply) and v.op is Op.ALL and v not in self._alls]
         kids = tool_children(new_alls)
         if kids & self._requests:
@@ -127,11 +134,9 @@ class LiveWorkspace:
             if c.edge not in self._edges and c.edge not in cands:
                 cands[c.edge] = Candidate(c.edge, c.work, c.outcome, c.tool, c.patterns, staged=True)
         corpus = self._corpus.plus(list(cands.values())) if cands else self._corpus
-        index = dict(self._index)
         base = len(self._corpus.candidates)
-        for j, e in enumerate(cands):
-            index[content_hex(e)] = base + j
-        return Workspace(corpus, (*self._alls, *new_alls), unions, index)
+        index = ChainMap({content_hex(e): base + j for j, e in enumerate(cands)}, self._index)
+        return Workspace(corpus, (*self._alls, *new_alls), unions, index, Concat(self._by_parent, alls_by_parent(new_alls)))
 
 
 def plan(ws: Workspace, inquiry: str, *, retrieved: Iterable[str] = (), local_union: bool = True,
@@ -139,7 +144,7 @@ def plan(ws: Workspace, inquiry: str, *, retrieved: Iterable[str] = (), local_un
     """The engine's plan for one inquiry (a request, or a canonical tool Work)."""
     idx = [ws.index[i] for i in retrieved if i in ws.index]
     return discover(ws.corpus, ws.alls, Atom.text(inquiry), persistent=ws.unions, retrieved=idx,
-                    local_union=local_union, evidence=evidence)
+                    local_union=local_union, evidence=evidence, by_parent=ws.by_parent)
 
 
 def handoff(ws: Workspace, inquiry: str, shown: str | None = None, *, retrieved: Iterable[str] = (), budget: int = DEFAULT_BUDGET,

@@ -217,6 +217,7 @@ def main(argv: list[str]) -> int:
     import time
 
     started = time.monotonic()
+    os.umask(0o077)  # the journal, chat state and logs hold prompts and tool output: owner only
     # A hook is one short process that loads a large, long-lived object graph (the stores)
     # and exits: cyclic collection passes over it were about 40% of loading 10k tool calls.
     gc.disable()

@@ -33,7 +33,8 @@ file with the same suffix, or a pipeline with another stage are different units.
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import ChainMap, Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -126,21 +127,20 @@ class Corpus:
     def plus(self, candidates: list[Candidate]) -> "Corpus":
         """This corpus and a few more candidates (the current turn's), leaving this one as it is.
 
-        Copies the tables' top levels and only the posting lists the new candidates touch:
-        far cheaper than indexing every stored call again.
+        The new candidates are indexed on their own and layered over this corpus's tables,
+        which are shared, not copied: a proposed tool call at 10,000 stored calls would
+        otherwise copy tens of thousands of entries to add two or three.
         """
+        extra = Corpus()
+        extra.extend(candidates)
+        n = len(self.candidates)
         c = Corpus.__new__(Corpus)
-        c.candidates = list(self.candidates)
-        c.df = Counter(self.df)
-        c.postings = dict(self.postings)
-        c.sizes = dict(self.sizes)
-        c._outcome_lg = dict(self._outcome_lg)
+        c.candidates = self.candidates + extra.candidates
+        c.df = _Sum(self.df, extra.df)
+        c.postings = Concat(self.postings, {t: [(ci + n, pi) for ci, pi in ps] for t, ps in extra.postings.items()})
+        c.sizes = {**self.sizes, **{(ci + n, pi): k for (ci, pi), k in extra.sizes.items()}}  # read per admitted pair: a plain dict
+        c._outcome_lg = ChainMap({}, self._outcome_lg)  # the base's memo is valid for its indices
         c._weights = {}
-        touched = {u.text for cand in candidates for p in cand.patterns for u in p.lg.units}
-        for t in touched:
-            if t in c.postings:
-                c.postings[t] = list(c.postings[t])
-        c.extend(candidates)
         return c
 
     def pattern_weights(self, ci: int, pi: int) -> list[float]:
@@ -187,6 +187,55 @@ class Corpus:
             if self.rare(t):
                 out.update(dict.fromkeys(self.postings.get(t, ())))
         return sorted(out)
+
+
+class _Sum(Mapping):
+    """Two count tables read as one (a layered corpus's document frequencies)."""
+
+    def __init__(self, a: Mapping, b: Mapping):
+        self.a, self.b = a, b
+
+    def __getitem__(self, k):
+        if k not in self.a and k not in self.b:
+            raise KeyError(k)
+        return self.a.get(k, 0) + self.b.get(k, 0)
+
+    def get(self, k, default=None):
+        x, y = self.a.get(k, 0), self.b.get(k, 0)
+        return x + y if (x or y or k in self.a or k in self.b) else default
+
+    def __iter__(self):
+        yield from self.a
+        yield from (k for k in self.b if k not in self.a)
+
+    def __len__(self):
+        return len(self.a) + sum(1 for k in self.b if k not in self.a)
+
+
+class Concat(Mapping):
+    """Two tables of lists read as one, the base's entries first (a layered corpus or workspace)."""
+
+    def __init__(self, a: Mapping, b: Mapping):
+        self.a, self.b = a, b
+
+    def __getitem__(self, k):
+        x, y = self.a.get(k), self.b.get(k)
+        if x is None and y is None:
+            raise KeyError(k)
+        return (x or []) + (y or [])
+
+    def get(self, k, default=None):
+        try:
+            return self[k]
+        except KeyError:
+            return default
+
+    def __iter__(self):
+        yield from self.a
+        yield from (k for k in self.b if k not in self.a)
+
+    def __len__(self):
+        return len(self.a) + sum(1 for k in self.b if k not in self.a)
 
 
 @dataclass(frozen=True, slots=True)

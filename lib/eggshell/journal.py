@@ -34,9 +34,15 @@ class Journal:
 
     def append(self, session: str, turn: str, event: dict[str, Any]) -> None:
         """Append one event and fsync; O_APPEND keeps concurrent small appends whole."""
-        private_dir(self._session_dir(session))
         line = (ujson.dumps(event, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8")
-        fd = os.open(self.turn_path(session, turn), os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        for attempt in (1, 2):  # the save queue may remove an emptied chat directory at this moment
+            private_dir(self._session_dir(session))
+            try:
+                fd = os.open(self.turn_path(session, turn), os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+                break
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
         try:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":

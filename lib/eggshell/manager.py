@@ -90,36 +90,45 @@ class Manager:
 
     # -- the save queue ----------------------------------------------------------------
 
-    def settle(self) -> None:
-        """Commit what the journal holds: sealed turns whole, open ones as observed so far."""
+    def settle(self, force: bool = False) -> None:
+        """Commit what the journal holds: sealed turns whole, open ones as observed so far.
+
+        A file is looked at again when it changed (an open turn at most every
+        SETTLE_EVERY_S), or a minute after the last look (a read-only turn may expire);
+        `force` looks at every file now (at exit).
+        """
         from .commits import settle_all
         from .hooks.codex import _resolver
 
         now = time.monotonic()
+        marks: dict[str, tuple] = {}
 
         def due(path: str) -> bool:
             try:
                 st = os.stat(path)
             except OSError:
                 return False
-            mark = (st.st_size, st.st_mtime_ns, self.journal.is_current(path))
+            mark = marks[path] = (st.st_size, st.st_mtime_ns, self.journal.is_current(path))
             seen = self._seen.get(path)
-            if seen is not None and seen[0] == mark:
+            if not force and seen is not None and seen[0] == mark and now - seen[1] < 60.0:
                 return False
-            if seen is not None and now - seen[1] < SETTLE_EVERY_S and not _sealed_tail(path):
+            if not force and seen is not None and now - seen[1] < SETTLE_EVERY_S and not _sealed_tail(path):
                 return False
-            self._seen[path] = (mark, now)
             return True
 
         done = settle_all(self.journal, self.res.store, _resolver(self.paths), self.log, only=due)
-        for d in done:
+        for d in done:  # only what settled counts as seen: a failed save is tried again on the next pass
             if d.removed:
                 self._seen.pop(d.path, None)
+            else:
+                self._seen[d.path] = (marks[d.path], now)
             if d.index:
                 try:
                     self.res.index(list(d.index))
                 except Exception as e:
                     self.log("embedding a saved turn: %s: %s" % (type(e).__name__, e))
+        if any(d.removed and d.committed for d in done):
+            self.res.refresh()  # a turn ended: index it now, before the next prompt asks
 
     def settler(self) -> None:
         while not self.stopping.is_set():
@@ -195,7 +204,8 @@ class Manager:
         from .hook import log_failure, run_effects
         from .hooks.codex import Step, answer
 
-        deadline = time.monotonic() + max(0.0, float(req.get("budget") or 10.0))
+        budget = req.get("budget")
+        deadline = time.monotonic() + max(0.0, float(10.0 if budget is None else budget))
         effects: list = []
         try:
             st = Step.from_json(req["step"])
@@ -255,7 +265,7 @@ class Manager:
             self.last = time.monotonic()
             threading.Thread(target=self.serve_one, args=(Connection(s),), daemon=True).start()
         self.stopping.set()
-        self.call(self.settle, time.monotonic() + 30.0)  # leave nothing sealed behind that this process could save
+        self.call(lambda: self.settle(force=True), time.monotonic() + 30.0)  # leave nothing behind this process could save
         self.call(self.res.close, time.monotonic() + 5.0)
         self.jobs.put(None)
 
@@ -273,6 +283,7 @@ def serve(paths: Paths, idle_s: float) -> int:
     """Run until idle; 0 also when another manager already holds the lock."""
     import portalocker
 
+    os.umask(0o077)  # everything this process writes (stores, journal, state, vectors) is the owner's alone
     d = private_dir(run_dir(paths.data_root))
     os.chmod(d, 0o700)
     lock = open(os.path.join(d, LOCK), "a")
@@ -281,16 +292,19 @@ def serve(paths: Paths, idle_s: float) -> int:
     except portalocker.LockException:
         return 0  # one is running: it serves this data root
     path = socket_path(paths.data_root)
+    sock_dir = os.path.dirname(path)
+    if sock_dir != d:  # the short fallback directory (a long data root): it must be ours alone
+        private_dir(sock_dir)
+        st = os.lstat(sock_dir)
+        if st.st_uid != os.getuid() or st.st_mode & 0o077 or not os.path.isdir(sock_dir) or os.path.islink(sock_dir):
+            print("%s: %s is not a private directory of this user; not listening there" % (PROG, sock_dir), file=sys.stderr)
+            return 1
     try:
         os.unlink(path)  # left by a manager that was killed
     except FileNotFoundError:
         pass
-    old = os.umask(0o177)
-    try:
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(path)
-    finally:
-        os.umask(old)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)  # under the umask above: 0600 from the start
     os.chmod(path, 0o600)
     ino = os.stat(path).st_ino
     listener.listen(64)

@@ -16,7 +16,7 @@ from typing import IO, Callable, Iterable, NamedTuple
 
 from . import stage
 from .index import DEFAULT_ANCHOR_K, fuse
-from .rank import B, BM25, K1, PASSAGE_DEPTH, Passages, anchor_ranking, lexical_index
+from .rank import B, BM25, K1, PASSAGE_DEPTH, Passages, anchor_ranking, lexical_index, line_terms
 from .records import TurnView, searchable_text, turn_views
 from .store import EggError, Store
 from .terms import terms
@@ -76,6 +76,7 @@ class Searcher:
         self.candidates: list[dict] = []
         self._bm25: BM25 | None = None
         self._passages: Passages | None = None
+        self._terms: dict[str, list[list[str]]] = {}  # text -> its line terms, for the next rebuild
 
     def _refresh(self) -> None:
         for s in self.stores:
@@ -90,7 +91,18 @@ class Searcher:
         self.views = list(views.values())
         self.by_id = views
         self.candidates = [{"id": v.id, "text": searchable_text(v)} for v in self.views]
-        self._bm25, self._passages = lexical_index([c["text"] for c in self.candidates], terms, self.k1, self.b)
+        texts = [c["text"] for c in self.candidates]
+        # Tokenizing is half of a rebuild: a long-lived searcher keeps each text's terms,
+        # so a store that grew by one turn only tokenizes that turn.
+        old, self._terms = self._terms, {}
+        per_doc = []
+        for t in texts:
+            got = old.get(t)
+            if got is None:
+                got = line_terms(t, terms)
+            self._terms[t] = got
+            per_doc.append(got)
+        self._bm25, self._passages = lexical_index(texts, terms, self.k1, self.b, per_doc)
         self._stamp = stamp
 
     def search(self, text: str, top_k: int = DEFAULT_TOP_K, min_coverage: float = DEFAULT_MIN_COVERAGE) -> list[Hit]:

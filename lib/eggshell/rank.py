@@ -144,12 +144,19 @@ def _lines(text: str) -> list[str]:
     return [x for x in text.split("\n") if x.strip()]
 
 
-def lexical_index(texts: list[str], tokenize, k1: float = K1, b: float = B) -> tuple[BM25, Passages]:
+def line_terms(text: str, tokenize) -> list[list[str]]:
+    """A text's terms line by line: what lexical_index reads (callers may keep it per text)."""
+    return [tokenize(x) for x in _lines(text)]
+
+
+def lexical_index(texts: list[str], tokenize, k1: float = K1, b: float = B, per_doc: list[list[list[str]]] | None = None) -> tuple[BM25, Passages]:
     """Whole-text BM25 and best-line BM25 from one tokenization of each line.
 
     A term never spans a newline, so a text's terms are its lines' terms in order.
+    `per_doc` is line_terms of each text when the caller kept them (a warm searcher does).
     """
-    per_doc = [[tokenize(x) for x in _lines(t)] for t in texts]
+    if per_doc is None:
+        per_doc = [line_terms(t, tokenize) for t in texts]
     bm25 = BM25([[t for ts in lines for t in ts] for lines in per_doc], k1, b)
     return bm25, Passages(texts, tokenize, k1, b, per_doc)
 

@@ -15,7 +15,7 @@ is checked by extraction.valid_for; an inconsistent equality degrades to no plan
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from . import extraction as ex
 from .intrinsic import Corpus, Match, find, identity_match, patterns_of, projected_edge, projection_outcome
@@ -63,12 +63,23 @@ def _retrieved(corpus: Corpus, inquiry: Atom, ci: int) -> Match:
                  retrieved=True)
 
 
+def alls_by_parent(alls: Iterable[Apply]) -> dict[Value, list[Apply]]:
+    """Each turn request's decompositions (Alls), for finding a matched Work's children."""
+    out: dict[Value, list[Apply]] = {}
+    for a in alls:
+        out.setdefault(a.args[0].target, []).append(a)
+    return out
+
+
 def discover(corpus: Corpus, stored_alls: Sequence[Apply], inquiry: Atom, *, persistent: Sequence[Union] = (),
-             retrieved: Iterable[int] = (), local_union: bool = True, evidence: str | None = None) -> Plan | None:
-    """The plan for one inquiry, or None when the equality cannot be certified."""
-    by_parent: dict[Value, list[Apply]] = {}
-    for a in stored_alls:
-        by_parent.setdefault(a.args[0].target, []).append(a)
+             retrieved: Iterable[int] = (), local_union: bool = True, evidence: str | None = None,
+             by_parent: Mapping[Value, list[Apply]] | None = None) -> Plan | None:
+    """The plan for one inquiry, or None when the equality cannot be certified.
+
+    `by_parent` is alls_by_parent(stored_alls), when the caller keeps it (a warm workspace).
+    """
+    if by_parent is None:
+        by_parent = alls_by_parent(stored_alls)
     declared = _declared(corpus, persistent)
     hits: dict[tuple, Match] = {}
     for ci in dict.fromkeys(retrieved):
@@ -151,7 +162,7 @@ def _edge(corpus: Corpus, m: Match, edges: dict[tuple, Apply]) -> Apply:
     return e
 
 
-def _graph(corpus: Corpus, eq, by_parent: dict[Value, list[Apply]], hits: Iterable[Match], continuation: Apply | None, inquiry: Atom,
+def _graph(corpus: Corpus, eq, by_parent: Mapping[Value, list[Apply]], hits: Iterable[Match], continuation: Apply | None, inquiry: Atom,
            edges: dict[tuple, Apply]):
     """The run graph: stored decompositions of demanded Work, projected edges of the hits."""
     table: dict[Apply, str] = {}

@@ -30,6 +30,7 @@ class Resources:
         self._live: dict[tuple[str, ...], LiveWorkspace] = {}
         self._searchers: dict[tuple, Searcher] = {}
         self._closers: list[Callable[[], None]] = []
+        self._counts: dict[str, tuple[int, int]] = {}
 
     def store(self, path: str) -> Store:
         """The store at `path`, current: a cached one reads only what was appended."""
@@ -39,6 +40,17 @@ class Resources:
         else:
             s.refresh()
         return s
+
+    def turn_count(self, path: str) -> int:
+        """How many turns a store holds (counted again only when it has grown)."""
+        from .records import turn_views
+
+        s = self.store(path)
+        stamp = len(s.graph.commits)
+        got = self._counts.get(path)
+        if got is None or got[0] != stamp:
+            got = self._counts[path] = (stamp, len(turn_views(s.graph)))
+        return got[1]
 
     def workspace(self, read: tuple[str, ...], staged=()) -> Workspace:
         live = self._live.get(read)
@@ -86,6 +98,17 @@ class Resources:
             idx.ensure([c["text"] for c in s.candidates], limit=limit - done)
             done += idx.embedded
         return done
+
+    def refresh(self) -> None:
+        """Bring every search index up to date now (the manager calls this after a turn is saved).
+
+        A prompt usually comes seconds after the previous turn's Stop: rebuilding then, not
+        inside the next prompt's budget, is what keeps a warm prompt fast.
+        """
+        for s in self._searchers.values():
+            s._refresh()
+        for live in self._live.values():
+            live.current()
 
     def index(self, items: list[dict]) -> None:
         """Embed newly saved turns now, so the next prompt only embeds itself (warm only)."""

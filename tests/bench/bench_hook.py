@@ -157,7 +157,7 @@ def main() -> int:
         cold: list[float] = []
         for r in range(a.cold_runs):
             stop_manager(data)
-            ev = turn_events(base, "cold-%d" % r, "cold-turn-%d" % r, 1000 + r)[0]
+            ev = turn_events(base, "cold-%x-%d" % (int(time.time()), r), "cold-turn-%d" % r, 1000 + r)[0]
             dt, _ = run_hook(ev, env)
             cold.append(dt)
             run_hook(dict(ev, hook_event_name="Stop", last_assistant_message="cold answer"), env)
@@ -171,8 +171,9 @@ def main() -> int:
         warmup = time.perf_counter() - t
         results: dict[str, list[float]] = {}
         handoff_chars = denied = 0
+        run_id = "%x" % int(time.time())  # new chats each run: a kept data root remembers what it denied
         for r in range(a.runs):
-            sid, tid = "bench-session-%d" % r, "bench-turn-%d" % r
+            sid, tid = "bench-%s-session-%d" % (run_id, r), "bench-%s-turn-%d" % (run_id, r)
             for ev in [dict(base, session_id=sid, hook_event_name="SessionStart", source="startup"), *turn_events(base, sid, tid, r)]:
                 dt, out = run_hook(ev, env)
                 results.setdefault(ev["hook_event_name"], []).append(dt)

@@ -165,3 +165,65 @@ def real_venv() -> str:
     if os.path.exists(os.path.join(sys.prefix, "pyvenv.cfg")):
         return sys.prefix
     pytest.fail("no installed Eggshell environment for the bin/ commands: run ./install.sh first", pytrace=False)
+
+
+# -- processes (for tests that start background processes) ------------------------------
+
+
+def wait_for(cond, timeout: float = 15.0, interval: float = 0.05):
+    """Poll `cond` until it returns something true (returned) or `timeout` seconds pass (its last value)."""
+    import time
+
+    end = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got or time.monotonic() >= end:
+            return got
+        time.sleep(interval)
+
+
+def proc_state(pid: int) -> str | None:
+    """The process's state letter from /proc/PID/stat, or None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Whether the process exists and has not exited (a zombie nobody reaped counts as gone)."""
+    return proc_state(pid) not in (None, "Z", "X")
+
+
+def proc_text(pid: int, what: str) -> bytes:
+    """/proc/PID/<what> (environ, cmdline, status), or b"" once it is gone or unreadable."""
+    try:
+        with open("/proc/%d/%s" % (pid, what), "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def pids_with_env(key: str, value: str) -> list[int]:
+    """Live processes (other than this one) whose environment has key=value exactly."""
+    want = ("%s=%s" % (key, value)).encode("utf-8", "surrogateescape")
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        if want in proc_text(int(name), "environ").split(b"\0") and alive(int(name)):
+            out.append(int(name))
+    return out
+
+
+def pids_by_data_root(data_root: str) -> list[int]:
+    """Live processes started for this EGGSHELL_DATA_ROOT (hooks, managers, their children)."""
+    return pids_with_env("EGGSHELL_DATA_ROOT", data_root)
+
+
+def parent_pid(pid: int) -> int | None:
+    for line in proc_text(pid, "status").decode("utf-8", "replace").splitlines():
+        if line.startswith("PPid:"):
+            return int(line.split()[1])
+    return None

@@ -20,7 +20,7 @@ from helpers import bash, read_bytes, turn_record
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(REPO, "bin")
 HOOK_CMD = "%s codex" % os.path.join(BIN, "egg-hook")
-EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostCompact", "Stop"]
+EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostCompact", "Stop", "SessionEnd"]
 
 
 class Egg:

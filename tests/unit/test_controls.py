@@ -399,12 +399,16 @@ def test_doctor_reports_a_saved_turn_stuck_in_the_queue(egg):
     from eggshell.journal import Journal
 
     j = Journal(egg.paths.journal_dir)
-    j.append("s", "t", {"event": "prompt", "session": "s", "turn": "t", "cwd": str(egg.proj), "prompt": "p"})
+    j.append("s", "t", {"event": "prompt", "session": "s", "turn": "t", "cwd": str(egg.proj), "prompt": "p",
+                        "write": str(egg.proj / ".eggs" / "work.egg"), "root": str(egg.proj)})
     j.append("s", "t", {"event": "stop", "answer": "a", "why": "Stop"})
+    j.append("s", "r", {"event": "prompt", "session": "s", "turn": "r", "cwd": str(egg.proj), "prompt": "p", "write": None})
+    j.append("s", "r", {"event": "stop", "answer": "a", "why": "Stop"})  # read-only: waits for `egg keep`, not stuck
     rc, out, _ = egg("doctor")
     assert "note warm manager: not running" in out and "FAIL" not in out.split("warm manager")[0][-5:]
     old = os.stat(j.turn_path("s", "t")).st_mtime - 600
-    os.utime(j.turn_path("s", "t"), (old, old))
+    for t in ("t", "r"):
+        os.utime(j.turn_path("s", t), (old, old))
     rc, out, _ = egg("doctor")
     (line,) = [x for x in out.splitlines() if "waiting" in x]
     assert rc == 1 and line.startswith("FAIL 1 finished turn waiting over 2 minutes to be saved") and "egg keep" in line

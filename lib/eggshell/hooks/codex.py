@@ -75,11 +75,13 @@ def _turn_id(p: dict, journal: Journal, session: str) -> str | None:
     return journal.current(session)
 
 
-def _log(paths: Paths):
+def _log(paths: Paths, what: str = "memory"):
+    """A logger for hook.log whose lines say which part complained (search, reuse, chat state)."""
+
     def log(msg: str) -> None:
         from ..hook import log_failure
 
-        log_failure(paths, "search", RuntimeError(msg))
+        log_failure(paths, what, RuntimeError(msg))
 
     return log
 
@@ -98,7 +100,7 @@ def _selection(cfg, paths: Paths, session: str, turn: str) -> dict | None:
     """The selection this new turn runs under (the chat's profile, or a one-turn override)."""
     from ..chat import Chat
 
-    sel = Chat(paths.state_dir, session, _log(paths)).begin_turn(cfg, turn)
+    sel = Chat(paths.state_dir, session, _log(paths, "chat state")).begin_turn(cfg, turn)
     return sel.to_json() if sel.enabled else None
 
 
@@ -172,17 +174,21 @@ def record(payload: Any, paths: Paths) -> Step | None:
 
     if event in SEALING:
         turn = _turn_id(payload, journal, session)
-        if turn is not None:
-            _seal(journal, session, turn, payload.get("last_assistant_message") if event == "Stop" else None, event)
+        if turn is None or not journal.has(session, turn):
+            return None  # nothing journaled: nothing to seal or save
+        _seal(journal, session, turn, payload.get("last_assistant_message") if event == "Stop" else None, event)
         return step(turn, None, answer_needed=False)
 
     if event == "PostCompact" or (event == "SessionStart" and payload.get("source") == "compact"):
         from ..delivery import Deliveries
 
-        Deliveries(paths.state_dir, session, _log(paths)).compacted()  # what was delivered is no longer in context
+        Deliveries(paths.state_dir, session, _log(paths, "chat state")).compacted()  # what was delivered is no longer in context
         return step(None, None, answer_needed=False)
 
     if event == "SessionStart":
+        cfg = _load_config(paths, cwd, config_file)
+        if not cfg.enabled:
+            return None  # memory is off in this project: start nothing
         return step(None, None)
     return step(None, None, answer_needed=False)  # other events: nothing to add
 
@@ -192,14 +198,7 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
     if not st.answer_needed:
         return {}
     if st.event == "SessionStart":
-        cfg = _load_config(paths, st.cwd, st.config_file)
-        if not cfg.enabled or cfg.write_egg is None:
-            return {}
-        from ..records import turn_views
-
-        n = len(turn_views(res.store(cfg.write_egg).graph))
-        rel = os.path.relpath(cfg.write_egg, cfg.project_root)
-        return {"systemMessage": "Eggshell: recording this project; %d prior turn%s in %s." % (n, "" if n == 1 else "s", rel)}
+        return _status(paths, st, res)
     sel = st.selection
     if sel is None or not sel.get("read"):
         return {}
@@ -239,6 +238,29 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
     return {}
 
 
+def _status(paths: Paths, st: Step, res) -> dict:
+    """SessionStart's one line: what this chat's memory will do (its own profile, not only the default)."""
+    from ..chat import Chat, turn_profile
+    from ..config import ConfigError
+
+    cfg = _load_config(paths, st.cwd, st.config_file)
+    ctl = Chat(paths.state_dir, st.session, _log(paths, "chat state")).peek()
+    if ctl is not None and not ctl.enabled:
+        return {"systemMessage": "Eggshell: memory is off in this chat (`egg on` turns it back on)."}
+    name = turn_profile(ctl, cfg) if ctl is not None else cfg.default
+    try:
+        sel = cfg.selection(name)
+    except ConfigError:
+        sel = cfg.selection(None)
+    if not sel.enabled:
+        return {"systemMessage": "Eggshell: memory is off in this chat (profile %s)." % sel.profile}
+    target = sel.write or sel.read[0]
+    n = res.turn_count(target)
+    rel = os.path.relpath(target, cfg.project_root) if cfg.project_root else target
+    doing = "recording this project" if sel.write else "reading, not recording (profile %s)" % sel.profile
+    return {"systemMessage": "Eggshell: %s; %d prior turn%s in %s." % (doing, n, "" if n == 1 else "s", rel)}
+
+
 def handle(payload: Any, paths: Paths, effects: list | None = None, res=None, host: str = "codex") -> dict:
     """Both steps in this process (no manager): the reply for one hook event."""
     st = record(payload, paths)
@@ -247,7 +269,7 @@ def handle(payload: Any, paths: Paths, effects: list | None = None, res=None, ho
     if res is None:
         from ..warm import Resources
 
-        res = Resources(paths.data_root, paths.bin_dir, warm=False, log=_log(paths))
+        res = Resources(paths.data_root, paths.bin_dir, warm=False, log=_log(paths, "search"))
     reply = answer(payload, st, paths, res, effects, host)
     if st.event in SEALING:
         settle_here(paths, st, res)
@@ -334,11 +356,11 @@ def _reuse(paths: Paths, res, read: tuple[str, ...], session: str, inquiry: str,
     from ..engine import handoff
 
     ws = res.workspace(read, staged)
-    chat = Deliveries(paths.state_dir, session, _log(paths))
+    chat = Deliveries(paths.state_dir, session, _log(paths, "chat state"))
     state = chat.load()
     h = handoff(ws, inquiry, shown, retrieved=retrieved, budget=budget, delivered=state.delivered, session=session,
                 after_compaction=state.after_compaction, enforce=enforce, local_union=local_union, evidence=evidence,
-                log=_log(paths))
+                log=_log(paths, "reuse"))
     if h.delivered and effects is not None:
         effects.append(lambda keys=h.delivered: chat.add(keys))
     if h.text and effects is not None:
@@ -350,15 +372,15 @@ def _remember(paths: Paths, session: str, h, hits) -> None:
     """What `egg graph` and `egg why` show: the handoff this chat was last given."""
     from ..chat import Chat
 
-    Chat(paths.state_dir, session, _log(paths)).delivered(h.text, _reason(h, hits))
+    Chat(paths.state_dir, session, _log(paths, "chat state")).delivered(h.text, _reason(h, hits))
 
 
 def _reason(h, hits=()) -> str:
     """Why this handoff: the turns retrieval ranked (with fused scores) and what the engine showed."""
     lines = ["%s the call: completed prior work covers %s" % ("denied", ", ".join(h.covered))] if h.deny else []
     lines += ["retrieved %s  rank %d  score %.3f  (%s)" % (x.key, x.rank, x.score, os.path.basename(x.store)) for x in hits]
-    lines += ["evidence  %s  shown in full" % k for k in h.keys]
-    lines += ["evidence  %s  listed only (over the budget; egg show reads it)" % k for k in h.omitted]
+    lines += ["evidence  %s  shown in full" % k for k in dict.fromkeys(h.keys)]
+    lines += ["evidence  %s  listed only (over the budget; egg show reads it)" % k for k in dict.fromkeys(h.omitted)]
     return "\n".join(lines)
 
 
