@@ -10,8 +10,7 @@ ignored when read.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any
+from collections import namedtuple
 
 import ujson
 
@@ -19,9 +18,10 @@ from .hashing import hexdigest
 from .paths import private_dir
 
 
-@dataclass(frozen=True, slots=True)
-class Journal:
-    root: str  # <data root>/journal
+class Journal(namedtuple("Journal", "root")):
+    """The journal under `root` (<data root>/journal); a namedtuple for paths.Paths's reason."""
+
+    __slots__ = ()
 
     def _session_dir(self, session: str) -> str:
         return os.path.join(self.root, hexdigest("eggshell.journal.session", session)[:32])
@@ -32,7 +32,7 @@ class Journal:
     def has(self, session: str, turn: str) -> bool:
         return os.path.exists(self.turn_path(session, turn))
 
-    def append(self, session: str, turn: str, event: dict[str, Any]) -> None:
+    def append(self, session: str, turn: str, event: dict[str, object]) -> None:
         """Append one event and fsync; O_APPEND keeps concurrent small appends whole."""
         line = (ujson.dumps(event, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8")
         for attempt in (1, 2):  # the save queue may remove an emptied chat directory at this moment
@@ -68,7 +68,7 @@ class Journal:
         except OSError:
             return None
 
-    def read(self, session: str, turn: str) -> list[dict[str, Any]]:
+    def read(self, session: str, turn: str) -> list[dict[str, object]]:
         """The events of a turn, oldest first; a torn or garbled line is skipped."""
         return self.read_file(self.turn_path(session, turn))
 
@@ -88,7 +88,7 @@ class Journal:
                         continue
         return sorted(out, key=lambda p: (_mtime(p), p))
 
-    def read_file(self, path: str) -> list[dict[str, Any]]:
+    def read_file(self, path: str) -> list[dict[str, object]]:
         """The events in one journal file (see `read`)."""
         try:
             with open(path, "rb") as f:
@@ -129,7 +129,7 @@ def _mtime(path: str) -> int:
         return 0
 
 
-def sealed(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+def sealed(events: list[dict[str, object]]) -> dict[str, object] | None:
     """The turn's seal (its Stop, or the mark that it was interrupted), if it has one.
 
     The last one counts: a Stop that arrives after a new prompt marked the turn
@@ -138,7 +138,7 @@ def sealed(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     return next((e for e in reversed(events) if e.get("event") == "stop"), None)
 
 
-def turn_record(events: list[dict[str, Any]], answer: str | None = None) -> dict[str, Any] | None:
+def turn_record(events: list[dict[str, object]], answer: str | None = None) -> dict[str, object] | None:
     """Assemble a turn record (turns.py's input) from journal events, or None without a prompt.
 
     Without an `answer`, a sealed turn's own final message is used.

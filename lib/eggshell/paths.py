@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass
-from typing import Mapping
+from collections import namedtuple
+from collections.abc import Mapping
 
 PROJECT_CONFIG = ".eggshell.toml"
 
 
-@dataclass(frozen=True, slots=True)
-class Paths:
-    prefix: str
-    data_root: str
-    global_config: str
-    codex_home: str
-    bin_dir: str  # where the egg commands are (for registering hooks)
+class Paths(namedtuple("Paths", "prefix data_root global_config codex_home bin_dir")):
+    """Where things live: prefix, data_root, global_config, codex_home, and bin_dir (where
+    the egg commands are, for registering hooks).
+
+    Immutable like the project's dataclasses; a namedtuple because every hook process builds
+    one, and importing `dataclasses` (or `typing`) costs a hook a fifth of its start-up.
+    """
+
+    __slots__ = ()
 
     @property
     def journal_dir(self) -> str:

@@ -109,6 +109,8 @@ class Resources:
             s._refresh()
         for live in self._live.values():
             live.current()
+        for path in list(self._counts):
+            self.turn_count(path)  # what SessionStart says
 
     def index(self, items: list[dict]) -> None:
         """Embed newly saved turns now, so the next prompt only embeds itself (warm only)."""

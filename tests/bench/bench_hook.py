@@ -8,7 +8,9 @@ renders a handoff, PreToolUse really matches, and Stop really seals a turn for s
 Measured in one run, so the shared machine's noise hits every line alike:
 1. Warm: the data root's manager is running (started by the first hook, then given its
    first prompt so the model and the 10k-turn indexes are loaded). Median and p90 of
-   every event over --runs turns. Targets: PostToolUse and Stop under 60 ms median,
+   every event over --runs turns, each in a new chat that starts --think seconds after
+   the previous turn's Stop (a user reads the answer; the manager saves that turn and
+   brings its indexes up to date meanwhile). Targets: PostToolUse and Stop under 60 ms median,
    UserPromptSubmit under 300 ms median, and PreToolUse under 250 ms (issue 4's target).
 Every stored turn is embedded first (`egg index`, into a vector cache shared between runs),
 as a project whose turns were saved through the hooks would be.
@@ -21,7 +23,7 @@ as a project whose turns were saved through the hooks would be.
 
 Exits 1 if a target is missed.
 
-    python tests/bench/bench_hook.py [--turns 10000] [--runs 15] [--cold-runs 5] [--keep DIR]
+    python tests/bench/bench_hook.py [--turns 10000] [--runs 15] [--cold-runs 5] [--think 4] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=10000)
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--cold-runs", type=int, default=5)
+    ap.add_argument("--think", type=float, default=4.0, help="seconds between a turn's Stop and the next chat (default 4)")
     ap.add_argument("--keep", metavar="DIR", help="build the project in DIR and keep it (reused when it exists)")
     a = ap.parse_args()
     d = a.keep or tempfile.mkdtemp(prefix="bench-hook-")
@@ -174,6 +177,7 @@ def main() -> int:
         run_id = "%x" % int(time.time())  # new chats each run: a kept data root remembers what it denied
         for r in range(a.runs):
             sid, tid = "bench-%s-session-%d" % (run_id, r), "bench-%s-turn-%d" % (run_id, r)
+            time.sleep(a.think)  # the user reads the answer and types: the manager saves the last turn meanwhile
             for ev in [dict(base, session_id=sid, hook_event_name="SessionStart", source="startup"), *turn_events(base, sid, tid, r)]:
                 dt, out = run_hook(ev, env)
                 results.setdefault(ev["hook_event_name"], []).append(dt)

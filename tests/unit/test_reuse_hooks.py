@@ -12,6 +12,7 @@ a corrupt chat state never blocks a hook.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from eggshell.delivery import Deliveries
 from eggshell.store import Store
@@ -89,6 +90,20 @@ def test_local_union_false_makes_reuse_advisory(env):
     reply = pre(env, "rg -n parse_config ./src")
     assert denied(reply) is None
     assert RG_OUT.splitlines()[0] in reply["hookSpecificOutput"]["additionalContext"]  # still offered as advice
+
+
+def test_local_union_is_per_profile_and_snapshotted_per_turn(env):
+    from eggshell.chat import Chat
+
+    env.write_config('default = "work"\n[eggs]\nproject = ".eggs/work.egg"\n'
+                     '[profiles.work]\nread = ["project"]\nwrite = "project"\n'
+                     '[profiles.advice]\nread = ["project"]\nwrite = "project"\nlocal_union = false\n')
+    chat = Chat(env.paths.state_dir, "chat-3")
+    chat.update(lambda c: replace(c, next_profile="advice"))  # what `egg next advice` does
+    assert chat.load().next_profile == "advice"
+    advised = pre(env, "rg -n parse_config ./src", session="chat-3", turn="a1")  # this turn: profile advice
+    assert denied(advised) is None and RG_OUT.splitlines()[0] in advised["hookSpecificOutput"]["additionalContext"]
+    assert denied(pre(env, "rg -n parse_config ./src", session="chat-3", turn="a2")) is not None  # next turn: work again
 
 
 def test_edits_are_never_denied(env):

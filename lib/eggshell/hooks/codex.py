@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections import namedtuple
 
 from ..journal import Journal, sealed, turn_record
 from ..paths import Paths, find_project
@@ -35,24 +34,21 @@ class PayloadError(ValueError):
     """A hook payload without the fields its event needs."""
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
-    """What `record` learned, handed to `answer` (possibly in another process)."""
+class Step(namedtuple("Step", "event session turn cwd selection config_file answer_needed")):
+    """What `record` learned, handed to `answer` (possibly in another process): the event, the
+    session and turn, the payload's cwd, the turn's snapshotted selection
+    (config.Selection.to_json; None: memory is off), the hook's EGGSHELL_CONFIG, and whether
+    the event has a reply to compute. A namedtuple: this module is imported by every hook.
+    """
 
-    event: str
-    session: str
-    turn: str | None
-    cwd: str
-    selection: dict | None  # the turn's snapshotted selection (config.Selection.to_json); None: memory is off
-    config_file: str | None  # EGGSHELL_CONFIG of the hook's environment
-    answer_needed: bool
+    __slots__ = ()
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return self._asdict()
 
     @staticmethod
     def from_json(d: dict) -> "Step":
-        return Step(**{k: d.get(k) for k in Step.__slots__})
+        return Step(**{k: d.get(k) for k in Step._fields})
 
 
 def _now() -> str:
@@ -110,7 +106,7 @@ def _turn_selection(events: list[dict]) -> dict | None:
     return sel if isinstance(sel, dict) else None
 
 
-def _seal(journal: Journal, session: str, turn: str, answer: Any, why: str) -> None:
+def _seal(journal: Journal, session: str, turn: str, answer: object, why: str) -> None:
     """Mark a journaled turn finished: from here it is whole and may leave the queue.
 
     Once per turn, except that the host's own Stop may follow our interrupted mark.
@@ -123,7 +119,7 @@ def _seal(journal: Journal, session: str, turn: str, answer: Any, why: str) -> N
     journal.append(session, turn, {"event": "stop", "answer": answer if isinstance(answer, str) else None, "why": why, "time": _now()})
 
 
-def record(payload: Any, paths: Paths) -> Step | None:
+def record(payload: object, paths: Paths) -> Step | None:
     """The durable part of one event; None when the project or the turn is not recorded."""
     if not isinstance(payload, dict):
         raise PayloadError("hook payload is not a JSON object")
@@ -261,7 +257,7 @@ def _status(paths: Paths, st: Step, res) -> dict:
     return {"systemMessage": "Eggshell: %s; %d prior turn%s in %s." % (doing, n, "" if n == 1 else "s", rel)}
 
 
-def handle(payload: Any, paths: Paths, effects: list | None = None, res=None, host: str = "codex") -> dict:
+def handle(payload: object, paths: Paths, effects: list | None = None, res=None, host: str = "codex") -> dict:
     """Both steps in this process (no manager): the reply for one hook event."""
     st = record(payload, paths)
     if st is None:
@@ -384,7 +380,7 @@ def _reason(h, hits=()) -> str:
     return "\n".join(lines)
 
 
-def tool_output(payload: dict) -> Any:
+def tool_output(payload: dict) -> object:
     """What a tool call showed: its response, or for a failed call the error text the host reports."""
     if payload.get("hook_event_name") != "PostToolUseFailure":
         return payload.get("tool_response")
