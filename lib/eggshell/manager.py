@@ -266,6 +266,9 @@ class Manager:
             threading.Thread(target=self.serve_one, args=(Connection(s),), daemon=True).start()
         self.stopping.set()
         self.call(lambda: self.settle(force=True), time.monotonic() + 30.0)  # leave nothing behind this process could save
+        if not self.retire:  # new code would not read the old snapshot anyway
+            self.call(self.res.refresh, time.monotonic() + 30.0)
+            self.call(self.res.save_snapshots, time.monotonic() + 60.0)  # the next cold hook starts from here
         self.call(self.res.close, time.monotonic() + 5.0)
         self.jobs.put(None)
 

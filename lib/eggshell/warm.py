@@ -5,10 +5,19 @@ answers one event and exits: stores are read once per event, and prompts are ran
 lexically because loading the model would cost a second. The warm manager keeps one for
 its lifetime: stores only read what was appended, the workspace grows by each commit's
 new edges, and the model stays loaded. The answers are the same code either way.
+
+Between the two: a manager that exits leaves a snapshot of its stores, workspaces and
+lexical indexes per read set (`<data root>/run/snapshots/`), and a cold hook starts from
+it. Reading 10,000 turns from their `.egg` takes seconds; unpickling them about one. A
+snapshot is only a head start: each Store it holds re-reads what was appended to its
+file since (or all of it, if the file was replaced), so a stale snapshot costs time,
+never correctness, and one written by other code (a reinstall) is ignored.
 """
 
 from __future__ import annotations
 
+import os
+import pickle
 from typing import Callable
 
 from .config import Config
@@ -31,6 +40,71 @@ class Resources:
         self._searchers: dict[tuple, Searcher] = {}
         self._closers: list[Callable[[], None]] = []
         self._counts: dict[str, tuple[int, int]] = {}
+        self._tried: set[tuple[str, ...]] = set()
+
+    # -- snapshots ----------------------------------------------------------------------
+
+    def _snapshot_path(self, read: tuple[str, ...]) -> str:
+        from .hashing import hexdigest
+
+        return os.path.join(self.data_root, "run", "snapshots", hexdigest("eggshell.snapshot", *read)[:24] + ".pickle")
+
+    def save_snapshots(self) -> int:
+        """Write one snapshot per read set (the manager does this as it exits); how many."""
+        from .manager import source_stamp
+        from .paths import private_dir
+
+        n = 0
+        for read, live in self._live.items():
+            lexical = {}
+            for key, s in self._searchers.items():
+                if key[0] == read:
+                    c = Searcher(s.stores, s.mode, None, trace=s.trace, model=s.model, k1=s.k1, b=s.b)
+                    c.views, c.by_id, c.candidates = s.views, s.by_id, s.candidates
+                    c._bm25, c._passages, c._stamp = s._bm25, s._passages, s._stamp
+                    lexical[key[:-1] + (False,)] = c
+            blob = {"stamp": source_stamp(), "read": read, "stores": {p: self._stores[p] for p in read if p in self._stores},
+                    "live": live, "searchers": lexical}
+            path = self._snapshot_path(read)
+            private_dir(os.path.dirname(path))
+            tmp = "%s.%d.tmp" % (path, os.getpid())
+            try:
+                with open(tmp, "wb") as f:
+                    pickle.dump(blob, f, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, path)
+                n += 1
+            except Exception as e:  # a full disk: the next cold hook reads the stores instead
+                self.log("snapshot %s: %s: %s" % (path, type(e).__name__, e))
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        return n
+
+    def _adopt(self, read: tuple[str, ...]) -> None:
+        """A cold process starts from the last manager's snapshot of these stores, if there is one."""
+        if self.warm or read in self._tried or read in self._live:
+            return
+        self._tried.add(read)
+        path = self._snapshot_path(read)
+        if not os.path.exists(path):
+            return
+        from .manager import source_stamp
+
+        try:
+            with open(path, "rb") as f:
+                blob = pickle.load(f)
+            if blob.get("stamp") != source_stamp() or tuple(blob.get("read", ())) != read:
+                return  # written by other code: ignore it
+        except Exception as e:
+            self.log("snapshot %s unreadable (%s: %s); reading the stores instead" % (path, type(e).__name__, e))
+            return
+        for p, st in blob["stores"].items():
+            self._stores.setdefault(p, st)
+        if all(self._stores.get(p) is st for p, st in blob["stores"].items()):
+            self._live[read] = blob["live"]
+            for key, s in blob["searchers"].items():
+                self._searchers.setdefault(key, s)
 
     def store(self, path: str) -> Store:
         """The store at `path`, current: a cached one reads only what was appended."""
@@ -53,6 +127,7 @@ class Resources:
         return got[1]
 
     def workspace(self, read: tuple[str, ...], staged=()) -> Workspace:
+        self._adopt(read)
         live = self._live.get(read)
         if live is None:
             live = self._live[read] = LiveWorkspace([self.store(p) for p in read])
@@ -60,6 +135,7 @@ class Resources:
 
     def searcher(self, cfg: Config, read: tuple[str, ...]) -> Searcher:
         """A Searcher over these stores; warm, it ranks with the model too (when the config says so)."""
+        self._adopt(read)
         key = (read, cfg.mode, cfg.model, cfg.threshold, cfg.bm25_k1, cfg.bm25_b, cfg.semantic_matcher, cfg.top_k, self.warm)
         s = self._searchers.get(key)
         if s is None:

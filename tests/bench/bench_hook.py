@@ -16,7 +16,9 @@ Every stored turn is embedded first (`egg index`, into a vector cache shared bet
 as a project whose turns were saved through the hooks would be.
 
 2. Cold: no manager running (each run stops it first); the prompt hook starts one in the
-   background and answers itself, lexically. Target: UserPromptSubmit under 2 s median.
+   background and answers itself, lexically. Twice: with nothing to start from (a first
+   install), and after a manager exited, which leaves a snapshot of its loaded stores
+   (warm.py) that the cold hook starts from. Target: the latter under 2 s median.
 3. The floor: a process that only starts the same Python and exits (`python -c pass`),
    and the same through the shell bootstrap; every event is reported against it.
 4. The manager's resident memory after the warm runs (from its status).
@@ -156,14 +158,19 @@ def main() -> int:
         base = {"cwd": proj, "model": "m", "permission_mode": "bypassPermissions", "transcript_path": "/dev/null"}
         stop_manager(data)
 
-        # 2. cold first, while no manager has ever loaded anything in this run
-        cold: list[float] = []
-        for r in range(a.cold_runs):
-            stop_manager(data)
-            ev = turn_events(base, "cold-%x-%d" % (int(time.time()), r), "cold-turn-%d" % r, 1000 + r)[0]
-            dt, _ = run_hook(ev, env)
-            cold.append(dt)
-            run_hook(dict(ev, hook_event_name="Stop", last_assistant_message="cold answer"), env)
+        def cold_runs(tag: str) -> list[float]:
+            out = []
+            for r in range(a.cold_runs):
+                stop_manager(data)
+                ev = turn_events(base, "cold-%s-%x-%d" % (tag, int(time.time()), r), "cold-turn-%d" % r, 1000 + r)[0]
+                dt, _ = run_hook(ev, env)
+                out.append(dt)
+                run_hook(dict(ev, hook_event_name="Stop", last_assistant_message="cold answer"), env)
+            return out
+
+        # 2a. cold with nothing to start from (a first install, or the snapshots deleted)
+        shutil.rmtree(os.path.join(data, "run", "snapshots"), ignore_errors=True)
+        cold_bare = cold_runs("bare")
 
         # 1. warm: start the manager and let it load the model and the indexes once
         t = time.perf_counter()
@@ -187,6 +194,9 @@ def main() -> int:
                 if reply.get("permissionDecision") == "deny":
                     denied += 1
         status = wait_manager(data)
+        # 2b. cold after a manager exited (it leaves a snapshot): the first prompt after an idle exit
+        stop_manager(data)
+        cold = cold_runs("snap")
 
         # 3. the floor
         py = os.path.join(os.environ.get("EGGSHELL_PREFIX") or os.path.expanduser("~/.local"), "share", "eggshell", "venv", "bin", "python")
@@ -205,8 +215,10 @@ def main() -> int:
             print("  warm %-17s %6.0f ms  (p90 %5.0f ms, %4.1fx the floor)%s" % (name, med, p90, med / floor, verdict))
             if target is not None and med >= target:
                 failed.append(name)
+        bmed, bp90 = ms(cold_bare)
+        print("  cold UserPromptSubmit, no snapshot   %6.0f ms  (p90 %5.0f ms; reads the .egg, lexical, starts a manager)" % (bmed, bp90))
         cmed, cp90 = ms(cold)
-        print("  cold UserPromptSubmit   %6.0f ms  (p90 %5.0f ms, %4.1fx the floor; no manager: lexical, starts one)  target < %d ms: %s"
+        print("  cold UserPromptSubmit, from snapshot %6.0f ms  (p90 %5.0f ms, %4.1fx the floor; after a manager exited)  target < %d ms: %s"
               % (cmed, cp90, cmed / floor, TARGET_COLD_PROMPT_MS, "met" if cmed < TARGET_COLD_PROMPT_MS else "MISSED"))
         if cmed >= TARGET_COLD_PROMPT_MS:
             failed.append("cold UserPromptSubmit")

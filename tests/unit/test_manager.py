@@ -411,10 +411,15 @@ def test_an_idle_manager_exits_and_leaves_nothing(env):
     env.extra["EGGSHELL_MANAGER_IDLE"] = "2"
     env.hook(env.prompt("hello", "t1"))
     pid = env.wait_manager()["pid"]
+    env.hook(env.prompt("hello again", "t2"))  # answered by the manager: it loads the store
     # no more requests from here (a ping would count as activity)
     assert wait_for(lambda: not alive(pid), WAIT), env.manager_log()
     assert not os.path.exists(env.sock)
     assert wait_for(lambda: not pids_by_data_root(env.data), 5.0), pids_by_data_root(env.data)
+    # it left a snapshot for the next cold hook, readable by the owner only
+    snaps = os.path.join(env.data, "run", "snapshots")
+    (snap,) = os.listdir(snaps)
+    assert snap.endswith(".pickle") and stat.S_IMODE(os.stat(os.path.join(snaps, snap)).st_mode) == 0o600
 
 
 # -- 9. a provider child dies with the manager -----------------------------------------------------
