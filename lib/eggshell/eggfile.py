@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import ujson
 
 from .identity import canonical_json, hexdigest
-from .values import Apply, Atom, Auth, Op
+from .values import Apply, Atom, Auth, Op, dataclass_reduce
 
 MAGIC = "eggshell-egg"
 VERSION = 1
@@ -60,6 +60,8 @@ class Commit:
     turn: str
     roots: tuple[str, ...]
     unions: tuple[tuple[str, str], ...]
+
+    __reduce__ = dataclass_reduce
 
 
 @dataclass(frozen=True, slots=True)

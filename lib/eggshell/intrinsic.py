@@ -40,7 +40,7 @@ from typing import Iterable
 
 from .commands import framing, reads_only, tool_name
 from .logical import Logical, logical, result_lines, work_surfaces
-from .values import Apply, Atom, Op, S, E, Value, apply
+from .values import Apply, Atom, Op, S, E, Value, apply, dataclass_reduce
 
 RARE_CAP = 64  # a unit in more prior Works than this names nothing specific, however large the store
 ADVICE_SHARE = 1 / 3  # least share of one side's identifying weight an advisory match must cover
@@ -55,6 +55,8 @@ class Pattern:
     lg: Logical
     framing: int  # leading units that frame rather than identify (tool name, shell verb)
 
+    __reduce__ = dataclass_reduce
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
@@ -64,6 +66,8 @@ class Candidate:
     tool: bool  # a tool-level owner (a child of a turn's All); False: a turn's request
     patterns: tuple[Pattern, ...]
     staged: bool = False  # from the current turn's journal, not yet committed
+
+    __reduce__ = dataclass_reduce
 
 
 def patterns_of(work: Atom) -> tuple[Pattern, ...]:

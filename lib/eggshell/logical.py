@@ -18,6 +18,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Iterable
+from .values import dataclass_reduce
 
 # Ideographs and kana are written without spaces, so each is a unit of its own and
 # the 1..3-gram index rebuilds words from them. Hangul is spaced, so it stays in words.
@@ -40,11 +41,15 @@ class Unit:
     end: int
     option: bool
 
+    __reduce__ = dataclass_reduce
+
 
 @dataclass(frozen=True, slots=True)
 class Logical:
     source: str
     units: tuple[Unit, ...]
+
+    __reduce__ = dataclass_reduce
 
     def byte_span(self, u: Unit) -> tuple[int, int]:
         """Stored provenance is in bytes (what the .egg keeps); offsets here are characters."""

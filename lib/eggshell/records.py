@@ -14,7 +14,7 @@ from typing import Iterable
 from .identity import content_hex, display_key
 from .store import Graph
 from .turns import INTERRUPTED, RECEIPT_MARK, split_work
-from .values import Apply, Op, Value, readable
+from .values import Apply, Op, Value, dataclass_reduce, readable
 
 OUTPUT_CAP = 1000  # characters of each tool output that go into searchable text
 RECORD_CAP = 8000  # characters of searchable text per record, so one huge turn cannot stall search
@@ -26,6 +26,8 @@ class ToolView:
     outcome: str
     id: str  # content id of the tool's Outcome relation
     use_id: str
+
+    __reduce__ = dataclass_reduce
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,8 @@ class TurnView:
     tools: tuple[ToolView, ...]
     time: str
     store: str  # path of the .egg it came from
+
+    __reduce__ = dataclass_reduce
 
     @property
     def key(self) -> str:

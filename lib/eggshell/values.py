@@ -45,6 +45,29 @@ S = Auth.SEMANTIC
 E = Auth.EXACT
 
 
+def dataclass_reduce(self):
+    """Pickle a frozen dataclass by its constructor arguments (its `__match_args__`).
+
+    The default for a frozen slots dataclass rebuilds each object through `fields()`,
+    most of the time it takes a cold hook to read a manager's snapshot (warm.py); and a
+    constructor call also recomputes anything derived, such as a cached hash, which must
+    never cross processes (string hashes differ per process).
+    """
+    return (type(self), tuple(getattr(self, f) for f in type(self).__match_args__))
+
+
+def _atom(data: bytes, cid: bytes | None) -> "Atom":
+    a = Atom(data)
+    object.__setattr__(a, "_cid", cid)
+    return a
+
+
+def _apply(op: "Op", args: tuple, cid: bytes | None) -> "Apply":
+    a = Apply(op, args)
+    object.__setattr__(a, "_cid", cid)
+    return a
+
+
 @dataclass(frozen=True, slots=True)
 class Atom:
     data: bytes
@@ -58,6 +81,9 @@ class Atom:
 
     def __hash__(self) -> int:
         return self._hash
+
+    def __reduce__(self):
+        return (_atom, (self.data, self._cid))  # the hash is computed again in the loading process
 
     @staticmethod
     def text(s: str) -> "Atom":
@@ -76,6 +102,8 @@ class Ref:
     auth: Auth
     target: "Value"
 
+    __reduce__ = dataclass_reduce
+
 
 @dataclass(frozen=True, slots=True)
 class Apply:
@@ -92,6 +120,9 @@ class Apply:
 
     def __hash__(self) -> int:
         return self._hash
+
+    def __reduce__(self):
+        return (_apply, (self.op, self.args, self._cid))
 
     def __eq__(self, other: object) -> bool:
         if self is other:

@@ -110,3 +110,42 @@ def test_a_damaged_snapshot_is_logged_and_ignored(env):
     logged: list[str] = []
     _, q = ask(env, Resources(env.data, env.paths.bin_dir, warm=False, log=logged.append), "chat-f")
     assert q["hookSpecificOutput"]["permissionDecision"] == "deny" and "unreadable" in logged[0]
+
+
+CHILD = r"""
+import json, sys
+from eggshell import hook
+from eggshell.paths import Paths
+from eggshell.store import Store
+from eggshell.warm import Resources
+prefix, data, cfg, codex, bin_dir, egg, pre = sys.argv[1:8]
+opened = []
+real = Store.open.__func__
+Store.open = classmethod(lambda cls, p: (opened.append(p), real(cls, p))[1])
+paths = Paths(prefix, data, cfg, codex, bin_dir)
+res = Resources(data, bin_dir, warm=False)
+for payload in json.loads(pre):
+    reply = hook.respond("codex", json.dumps(payload), paths, res)
+print(json.dumps({"reply": reply, "opened": egg in opened}))
+"""
+
+
+@pytest.mark.parametrize("seed", ["1", "2"])
+def test_a_snapshot_read_by_another_process_matches_its_values(env, seed):
+    """Hashes of strings and bytes differ per process: a snapshot must not carry them over."""
+    import subprocess
+    import sys
+
+    snapshot(env)
+    # the very Work stored (an equal Value built in the new process) and the very prompt
+    payloads = [env.prompt("where is parse_config defined?", turn="u-x", session_id="chat-x"),
+                env.ev("PreToolUse", session="chat-x", turn_id="u-x", tool_name="Bash",
+                       tool_input={"command": RG}, tool_use_id="c1")]
+    p = env.paths
+    out = subprocess.run([sys.executable, "-c", CHILD, p.prefix, p.data_root, p.global_config, p.codex_home, p.bin_dir, env.egg,
+                          json.dumps(payloads)], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["opened"] is False  # it started from the snapshot
+    assert got["reply"]["hookSpecificOutput"]["permissionDecision"] == "deny"
