@@ -88,7 +88,21 @@ class Searcher:
         for s in self.stores:
             for v in turn_views(s.graph):
                 views.setdefault(v.id, v)
-        self.views = list(views.values())
+        old_ids = [v.id for v in self.views]
+        new = list(views.values())
+        if self._bm25 is not None and old_ids and [v.id for v in new[: len(old_ids)]] == old_ids:
+            # Only turns added after the ones indexed (the usual growth): extend, do not rebuild.
+            added = new[len(old_ids):]
+            items = [{"id": v.id, "text": searchable_text(v)} for v in added]
+            per_doc = [line_terms(c["text"], terms) for c in items]
+            self._terms.update((c["text"], d) for c, d in zip(items, per_doc))
+            self._bm25.extend([[t for ts in lines for t in ts] for lines in per_doc])
+            self._passages.extend([c["text"] for c in items], per_doc)
+            self.views, self.by_id = new, views
+            self.candidates = self.candidates + items
+            self._stamp = stamp
+            return
+        self.views = new
         self.by_id = views
         self.candidates = [{"id": v.id, "text": searchable_text(v)} for v in self.views]
         texts = [c["text"] for c in self.candidates]

@@ -26,18 +26,26 @@ B = 0.75
 class BM25:
     def __init__(self, docs: list[list[str]], k1: float = K1, b: float = B):
         self.k1, self.b = k1, b
-        self.tfs = [Counter(d) for d in docs]
-        self.lens = [len(d) for d in docs]
-        self.n = len(docs)
-        self.avgdl = (sum(self.lens) / self.n) if self.n else 0.0
-        df: Counter[str] = Counter()
-        for tf in self.tfs:
-            df.update(tf.keys())
-        self.df = df
+        self.tfs: list[Counter[str]] = []
+        self.lens: list[int] = []
+        self.n = 0
+        self.avgdl = 0.0
+        self.df: Counter[str] = Counter()
         self.postings: dict[str, list[int]] = {}
-        for i, tf in enumerate(self.tfs):
+        self.extend(docs)
+
+    def extend(self, docs: list[list[str]]) -> None:
+        """Add documents at the end (a warm index grows by each saved turn, never rebuilt)."""
+        for d in docs:
+            tf = Counter(d)
+            i = len(self.tfs)
+            self.tfs.append(tf)
+            self.lens.append(len(d))
+            self.df.update(tf.keys())
             for t in tf:
                 self.postings.setdefault(t, []).append(i)
+        self.n = len(self.tfs)
+        self.avgdl = (sum(self.lens) / self.n) if self.n else 0.0
 
     def idf(self, term: str) -> float:
         n = self.df.get(term, 0)
@@ -78,20 +86,25 @@ class Passages:
     """
 
     def __init__(self, texts: list[str], tokenize, k1: float = K1, b: float = B, line_terms=None):
-        self.texts = texts
+        self.texts: list[str] = []
         self.tokenize = tokenize
         self.k1, self.b = k1, b
-        df: Counter[str] = Counter()
-        n = total = 0
-        for lines in line_terms if line_terms is not None else ([tokenize(x) for x in _lines(t)] for t in texts):
+        self.df: Counter[str] = Counter()
+        self.n = self.total = 0
+        self.avgdl = 0.0
+        self._lines: dict[int, tuple[list[int], dict[str, list[tuple[int, int]]]]] = {}
+        self.extend(texts, line_terms)
+
+    def extend(self, texts: list[str], line_terms=None) -> None:
+        """Add documents at the end, with their line terms when the caller has them."""
+        self.texts = self.texts + list(texts)
+        for lines in line_terms if line_terms is not None else ([self.tokenize(x) for x in _lines(t)] for t in texts):
             for ts in lines:
                 if ts:
-                    n += 1
-                    total += len(ts)
-                    df.update(set(ts))
-        self.df, self.n = df, n
-        self.avgdl = total / n if n else 0.0
-        self._lines: dict[int, tuple[list[int], dict[str, list[tuple[int, int]]]]] = {}
+                    self.n += 1
+                    self.total += len(ts)
+                    self.df.update(set(ts))
+        self.avgdl = self.total / self.n if self.n else 0.0
 
     def _line_index(self, i: int) -> tuple[list[int], dict[str, list[tuple[int, int]]]]:
         """(line lengths, term -> [(line, tf)]) of one document, memoized."""

@@ -63,7 +63,11 @@ def _atom(data: bytes, cid: bytes | None) -> "Atom":
 
 
 def _apply(op: "Op", args: tuple, cid: bytes | None) -> "Apply":
-    a = Apply(op, args)
+    """An Apply as pickled: its shape was checked when it was made, so only the hash is computed."""
+    a = object.__new__(Apply)
+    object.__setattr__(a, "op", op)
+    object.__setattr__(a, "args", args)
+    object.__setattr__(a, "_hash", hash((b"P", op, args)))
     object.__setattr__(a, "_cid", cid)
     return a
 

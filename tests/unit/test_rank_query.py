@@ -426,3 +426,41 @@ def test_a_texts_terms_are_its_lines_terms_in_order(text):
 
     bm25, _ = lexical_index([text], terms)
     assert sorted(bm25.tfs[0].elements()) == sorted(terms(text)) and bm25.lens[0] == len(terms(text))
+
+
+# -- a warm searcher grows instead of rebuilding ------------------------------------------------
+
+
+def test_bm25_and_passages_extended_equal_built_at_once():
+    from eggshell.rank import BM25, Passages
+    from eggshell.terms import terms
+
+    texts = ["parse_config reads the file\nand returns a dict", "late_fee is computed in billing.py", "tests pass\n3 passed",
+             "parse_config raises on empty input", "the billing module"]
+    a = BM25([terms(t) for t in texts])
+    b = BM25([terms(t) for t in texts[:2]])
+    b.extend([terms(t) for t in texts[2:]])
+    assert (a.tfs, a.lens, a.n, a.avgdl, a.df, a.postings) == (b.tfs, b.lens, b.n, b.avgdl, b.df, b.postings)
+    p = Passages(texts, terms)
+    q = Passages(texts[:3], terms)
+    q.extend(texts[3:])
+    assert (p.texts, p.df, p.n, p.avgdl) == (q.texts, q.df, q.n, q.avgdl)
+    assert p.best(terms("parse_config empty"), [0, 3]) == q.best(terms("parse_config empty"), [0, 3])
+
+
+def test_a_searcher_that_grew_answers_as_a_new_one(tmp_path):
+    from eggshell import save
+
+    egg = str(tmp_path / "w.egg")
+    store = Store.open(egg)
+    prompts = ["where is parse_config defined", "why does late_fee fail on weekends", "how are the billing tests run",
+               "what does parse_config return", "fix the late_fee rounding", "list the billing modules"]
+    for i, p in enumerate(prompts[:3]):
+        save.save_turn(store, {"session": "s", "turn": "t%d" % i, "cwd": "", "prompt": p, "tools": [], "answer": "answer %d" % i})
+    grown = query.Searcher([Store.open(egg)])
+    grown.search("parse_config")
+    for i, p in enumerate(prompts[3:], 3):
+        save.save_turn(store, {"session": "s", "turn": "t%d" % i, "cwd": "", "prompt": p, "tools": [], "answer": "answer %d" % i})
+    for q in ("parse_config", "late_fee weekends", "billing tests"):
+        assert grown.search(q, 5, 0.0) == query.Searcher([Store.open(egg)]).search(q, 5, 0.0)
+    assert len(grown.views) == 6
