@@ -73,13 +73,13 @@ JSON
 @test "egg install codex adds one entry per event and keeps every other hook" {
   other_hooks
   run -0 "$BIN/egg" install codex
-  [ "$(our_entries)" = '{"PostCompact":1,"PostToolUse":1,"PreToolUse":1,"SessionStart":1,"Stop":1,"UserPromptSubmit":1}' ]
+  [ "$(our_entries)" = '{"PostCompact":1,"PostToolUse":1,"PreToolUse":1,"SessionEnd":1,"SessionStart":1,"Stop":1,"UserPromptSubmit":1}' ]
   [ "$(jq -r .description "$HOOKS")" = "my own hooks" ]
   [ "$(jq -r '.hooks.Stop[0].hooks[0].command' "$HOOKS")" = "notify-send done" ]
   [ "$(jq -r '.hooks.PostToolUse[0].matcher' "$HOOKS")" = "Bash" ]
   [ "$(jq -r '.hooks.Notification[0].hooks[0].command' "$HOOKS")" = "say hi" ]
   [ "$(jq -c '[.hooks[][] .hooks[] | select(.command | endswith("egg-hook codex")) | .timeout] | unique' "$HOOKS")" = "[30]" ]
-  [ "$(jq -c '.hooks | keys' "$HOOKS")" = '["Notification","PostCompact","PostToolUse","PreToolUse","SessionStart","Stop","UserPromptSubmit"]' ]
+  [ "$(jq -c '.hooks | keys' "$HOOKS")" = '["Notification","PostCompact","PostToolUse","PreToolUse","SessionEnd","SessionStart","Stop","UserPromptSubmit"]' ]
 }
 
 @test "installing twice changes nothing; uninstall restores the original hooks" {
@@ -90,7 +90,7 @@ JSON
   run -0 "$BIN/egg" install codex
   cmp "$HOOKS" "$T/once.json"
   run -0 "$BIN/egg" uninstall codex
-  [[ "$output" == "removed 6 Eggshell hooks from $HOOKS; other hooks were kept" ]]
+  [[ "$output" == "removed 7 Eggshell hooks from $HOOKS; other hooks were kept" ]]
   jq -S . "$HOOKS" | diff - "$T/original.json"
   run -0 "$BIN/egg" uninstall codex
   [[ "$output" == "nothing to do: no Eggshell hooks in $HOOKS" ]]
@@ -100,7 +100,7 @@ JSON
   run -0 "$BIN/egg" install codex --codex-home "$T/elsewhere"
   [ -f "$T/elsewhere/hooks.json" ]
   [ ! -e "$HOOKS" ]
-  HOOKS="$T/elsewhere/hooks.json" our_entries | jq -e 'length == 6' >/dev/null
+  HOOKS="$T/elsewhere/hooks.json" our_entries | jq -e 'length == 7' >/dev/null
 }
 
 @test "a malformed hooks.json is refused with a clear message and left unchanged" {
