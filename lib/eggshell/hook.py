@@ -160,6 +160,9 @@ def managed(host: str, raw: str, paths: _paths.Paths, deadline_from: float) -> t
                     return got["reply"], lambda: (conn.send({"op": "ack"}, time.monotonic() + 1.0), conn.close())
             conn.close()
             log_failure(paths, event, TimeoutError("the manager gave no answer within the budget; answered without memory"))
+            # A manager killed a moment ago can still accept a connection it will never answer:
+            # start one (if one is alive, the new one finds the lock held and exits at once).
+            client.spawn(paths.data_root)
             return {}, None
         if use_manager:
             client.spawn(paths.data_root)

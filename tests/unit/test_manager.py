@@ -19,7 +19,17 @@ What this proves, each with real hook processes and a manager of its own per tes
  10. a hook that cannot append to the journal (full disk: RLIMIT_FSIZE) answers {} in its
      budget and changes nothing; the next hooks record the turn;
  11. a corrupt per-chat state file never stops a hook, and the turn is recorded;
- 12. two chats writing one .egg at once: all their turns land whole, and fsck passes.
+ 12. two chats writing one .egg at once: all their turns land whole, and fsck passes;
+ 13. a provider program that never answers (stall.py) never blocks the agent: the prompt, and the
+     tool and Stop hooks queued behind its query on the worker, each answer within their budget;
+     the turn is saved once the provider's 15 s deadline has passed;
+ 14. a manager killed with SIGKILL inside a provider query: the waiting hook still answers one JSON
+     object within its budget, the provider dies with it, the next hooks start a new manager and
+     the turn (its prompt journaled before) is saved whole;
+ 15. a manager killed with SIGKILL at instants spread over the save of long turns (30 tool results
+     of ~50 KB each; seeded delays after the Stop, before, during and after the commit): each time a
+     new manager empties the journal, every turn is stored once with all its calls and its answer,
+     and fsck passes.
 And two regressions: a sealed turn whose save failed is tried again by the next passes
 of the same manager (not only by the next manager), and an answer request with no
 budget left (0) is not answered (0 once read as the 10 s default).
@@ -36,6 +46,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import resource
 import shutil
 import signal
@@ -53,6 +64,7 @@ from eggshell.delivery import Deliveries
 from eggshell.hooks import codex
 from eggshell.journal import Journal
 from eggshell.manager import SETTLE_EVERY_S
+from eggshell.matcher import PROVIDER_DEADLINE_S
 from eggshell.paths import Paths
 from eggshell.records import turn_views
 from eggshell.store import Store
@@ -604,3 +616,157 @@ def test_a_data_root_too_long_for_a_unix_socket_gets_a_short_private_one(tmp_pat
             proc.kill()
             proc.wait()
     assert proc.returncode == 0 and not os.path.exists(p)
+
+
+# -- a provider that hangs, and kills at any instant ----------------------------------------------
+
+
+def use_provider(env: ManagedEnv, setting: str) -> None:
+    """The global config's semantic_matcher (TOML text): where only the user may name a program."""
+    os.makedirs(os.path.dirname(env.paths.global_config), exist_ok=True)
+    with open(env.paths.global_config, "w", encoding="utf-8") as f:
+        f.write("semantic_matcher = %s\n" % setting)
+
+
+def stall_provider(env: ManagedEnv) -> None:
+    """stall.py: a provider that starts, reads its queries and never answers one."""
+    use_provider(env, json.dumps([sys.executable, os.path.join(PROVIDERS, "stall.py")]))
+
+
+def provider_child(env: ManagedEnv, manager: int, script: str) -> int | None:
+    """The live provider process running `script` that this manager started, if any."""
+    kids = [p for p in pids_by_data_root(env.data) if script.encode() in proc_text(p, "cmdline") and parent_pid(p) == manager]
+    return kids[0] if kids else None
+
+
+def gone(env: ManagedEnv, pid: int) -> bool:
+    """The killed manager is dead and its socket closed (a multi-threaded process shows as a zombie
+    while its other threads still hold its files: a hook could then connect and get no answer)."""
+    if alive(pid):
+        return False
+    conn = client.connect(env.data, time.monotonic() + 0.5)
+    if conn is None:
+        return True
+    conn.close()
+    return False
+
+
+def big_output(i: int, j: int, size: int = 50_000) -> str:
+    """About `size` bytes of output, different for every call of every turn (nothing shared to deduplicate)."""
+    lines, n, k = [], 0, 0
+    while n < size:
+        line = "%d.%d.%d %s\n" % (i, j, k, hashlib.sha256(b"%d.%d.%d" % (i, j, k)).hexdigest())
+        lines.append(line)
+        n += len(line)
+        k += 1
+    return "".join(lines)
+
+
+def test_a_hung_provider_never_blocks_the_agent(env):
+    stall_provider(env)
+    env.record_chat1()  # a stored turn: the prompt below has a candidate to ask the provider about
+    pid = env.wait_manager()["pid"]
+    s = dict(session_id="s2")
+    t0 = time.monotonic()
+    reply, took = env.hook(env.prompt("where is parse_config defined?", "t2", **s), EGGSHELL_BUDGET_S="2")
+    assert took < 2 + SLACK, (reply, took)
+    child = provider_child(env, pid, "stall.py")
+    assert child, "the prompt started no provider; log:\n%s" % env.manager_log()
+    assert "the manager gave no answer within the budget" in env.log_text()
+    # the worker is inside the provider's query (15 s): these queue behind it, and still answer in time
+    reply, took = env.hook(env.tool(RG, RG_OUT, "t2", "c2", **s), EGGSHELL_BUDGET_S="2")
+    assert reply == {} and took < 2 + SLACK, (reply, took)
+    reply, took = env.hook(env.stop(RG_ANSWER, "t2", **s))
+    assert reply == {} and took < 2 + SLACK, (reply, took)
+    assert alive(child) and time.monotonic() - t0 < PROVIDER_DEADLINE_S, "the provider was not stalled through these hooks"
+    # once the provider's deadline passes it is killed, the query goes on lexically, and the turn is saved
+    assert wait_for(lambda: (v := env.view("s2", "t2")) is not None and v.answer == RG_ANSWER
+                    and [t.use_id for t in v.tools] == ["c2"], 30.0), env.manager_log()
+    assert not alive(child)
+    assert "no reply within %.1fs" % PROVIDER_DEADLINE_S in env.log_text()
+    assert env.ping()["pid"] == pid
+
+
+def test_a_manager_killed_during_a_search(env):
+    stall_provider(env)
+    env.record_chat1()
+    old = env.wait_manager()["pid"]
+    s = dict(session_id="s2")
+    t0 = time.monotonic()
+    hook = env.hook_proc()  # the default budget: 10 s
+    hook.stdin.write(json.dumps(env.prompt("where is parse_config defined?", "t2", **s)))
+    hook.stdin.close()
+    child = wait_for(lambda: provider_child(env, old, "stall.py"), WAIT)
+    assert child, "the prompt started no provider; log:\n%s" % env.manager_log()
+    time.sleep(0.5)  # the query is written: the worker waits for its reply
+    assert hook.poll() is None, "the hook did not wait for the manager"
+    os.kill(old, signal.SIGKILL)
+    assert hook.wait(timeout=10 + SLACK) == 0, hook.stderr.read()
+    took = time.monotonic() - t0
+    one_json_object(hook.stdout.read())
+    hook.stdout.close()
+    hook.stderr.close()
+    assert took < 10 + SLACK, took
+    assert wait_for(lambda: gone(env, old), 5.0)
+    assert wait_for(lambda: not alive(child), 5.0), "provider %d outlived its manager" % child
+    events = Journal(env.paths.journal_dir).read("s2", "t2")
+    assert [e["event"] for e in events] == ["prompt"]  # journaled before the manager was asked
+    r1, _ = env.hook(env.tool(RG, RG_OUT, "t2", "c2", **s))
+    r2, _ = env.hook(env.stop(RG_ANSWER, "t2", **s))
+    assert isinstance(r1, dict) and r2 == {}
+    new = env.wait_manager()["pid"]
+    assert new != old and alive(new)
+    assert wait_for(lambda: (v := env.view("s2", "t2")) is not None and v.answer == RG_ANSWER
+                    and [t.use_id for t in v.tools] == ["c2"], WAIT), env.manager_log()
+    assert wait_for(lambda: not Journal(env.paths.journal_dir).files(), WAIT)
+
+
+KILL_TURNS = 5  # turns whose save is cut by a kill, each at its own instant (after one turn saved undisturbed)
+KILL_CALLS = 30
+
+
+def test_a_manager_killed_at_any_instant_of_a_save_loses_nothing(env):
+    use_provider(env, "false")  # what is tested is saving: no model to load on the worker
+    s = dict(session_id="kill")
+    journal = Journal(env.paths.journal_dir)
+    assert env.hook(env.ev("SessionStart", source="startup", **s))[0] is not None  # starts the manager
+    rng = random.Random(1729)
+    slots = list(range(KILL_TURNS))
+    rng.shuffle(slots)  # each kill in its own slice of the window, in a random order, at a random point of it
+    window = None  # how long after the Stop's reply the kills come: a little more than an undisturbed save here
+    landed = []  # (delay, where the kill came: before the save wrote, during it, after it had removed the journal)
+    for i in range(KILL_TURNS + 1):
+        turn = "k%d" % i
+        pid = env.wait_manager()["pid"]
+        env.hook(env.prompt("long turn %d: read every log" % i, turn, **s))  # the manager loads the store to answer
+        for j in range(KILL_CALLS):  # the PostToolUse hook's durable step, in this process (30 hooks would take seconds)
+            assert codex.record(env.tool("cat logs/%d.log" % j, big_output(i, j), turn, "%s-c%d" % (turn, j), **s), env.paths)
+        size = os.path.getsize(env.egg) if os.path.exists(env.egg) else 0
+        env.hook(env.stop("answer %d" % i, turn, **s))  # seals the turn and nudges the manager: it saves ~1.5 MB now
+        if window is None:  # the first turn is saved undisturbed, and timed
+            t0 = time.monotonic()
+            assert wait_for(lambda: not os.path.exists(env.journal_path("kill", turn)) and os.path.exists(env.egg), WAIT, 0.001), \
+                env.manager_log()
+            window = 1.2 * (time.monotonic() - t0)
+            continue
+        delay = window * (slots[i - 1] + rng.random()) / KILL_TURNS
+        time.sleep(delay)
+        queued = os.path.exists(env.journal_path("kill", turn))
+        grown = os.path.exists(env.egg) and os.path.getsize(env.egg) > size
+        os.kill(pid, signal.SIGKILL)
+        assert wait_for(lambda: gone(env, pid), 5.0)
+        torn = grown and not read_bytes(env.egg).endswith(b"\n")  # cut mid-line: the next commit trims the tail
+        landed.append((round(delay, 3), "after" if not queued else "during (torn)" if torn else "during" if grown else "before"))
+        assert isinstance(env.hook(env.ev("SessionStart", source="resume", **s))[0], dict)  # starts a new manager
+        assert wait_for(lambda: not journal.files(), WAIT), (landed, journal.files(), env.manager_log())
+    views = env.views()
+    assert len(views) == KILL_TURNS + 1, (len(views), landed)  # one per turn: no second, partial copy
+    for i in range(KILL_TURNS + 1):
+        turn = "k%d" % i
+        v = env.view("kill", turn)
+        assert v is not None and v.answer == "answer %d" % i and v.prompt == "long turn %d: read every log" % i, (turn, landed)
+        assert [t.use_id for t in v.tools] == ["%s-c%d" % (turn, j) for j in range(KILL_CALLS)], (turn, landed)
+        assert [t.outcome for t in v.tools] == [big_output(i, j) for j in range(KILL_CALLS)], (turn, landed)
+    r = env.python("egg", "fsck", env.egg)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert any(w != "after" for _, w in landed), (window, landed)  # some kill came before its turn had left the queue
