@@ -26,18 +26,13 @@ the model received, with :func:`system_reminders`, :func:`tool_results` and frie
 from __future__ import annotations
 
 import json
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Mapping, Sequence, Union
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Mapping
 
-Step = Mapping[str, Any]
-Script = Sequence[Step]
-ScriptSource = Union[Mapping[str, Script], Callable[[str], "Script | None"], None]
+from fake_model_server import EXHAUSTED_TEXT, NO_SCRIPT_TEXT, Script, ScriptSource, ScriptedServer, Step  # noqa: F401 - shared
 
-EXHAUSTED_TEXT = "script exhausted"
-NO_SCRIPT_TEXT = "no script for this prompt"
 MODEL = "claude-sonnet-4-5"
 REMINDER = "<system-reminder>"
 
@@ -173,92 +168,15 @@ class RecordedRequest:
 # The server
 
 
-class FakeAnthropicServer:
-    """A scripted Messages-API server on 127.0.0.1 (ephemeral port). Use as a context manager."""
+class FakeAnthropicServer(ScriptedServer):
+    """A scripted Messages-API server (what Claude Code talks to). Use as a context manager."""
 
-    def __init__(self, scripts: ScriptSource = None, *, host: str = "127.0.0.1", port: int = 0):
-        self._lock = threading.Condition()
-        self._scripts: dict[str, list[Step]] = {}
-        self._chooser: Callable[[str], Script | None] | None = None
-        self._requests: list[RecordedRequest] = []
-        self._counter = 0
-        if callable(scripts):
-            self._chooser = scripts
-        elif scripts:
-            for key, steps in scripts.items():
-                self.add_script(key, steps)
-        self._host, self._port = host, port
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # ---- lifecycle
-
-    def start(self) -> "FakeAnthropicServer":
-        if self._httpd is not None:
-            return self
-        server = self
-
-        class Handler(_Handler):
-            owner = server
-
-        self._httpd = ThreadingHTTPServer((self._host, self._port), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name="fake-anthropic-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
-            return
-        httpd.shutdown()
-        httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    close = stop
-
-    def __enter__(self) -> "FakeAnthropicServer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError("server not started")
-        return self._httpd.server_address[1]
+    thread_name = "fake-anthropic-server"
 
     @property
     def base_url(self) -> str:
         """What goes in ``ANTHROPIC_BASE_URL``: ``http://127.0.0.1:PORT`` (no ``/v1``)."""
         return f"http://{self._host}:{self.port}"
-
-    # ---- scripts
-
-    def add_script(self, prompt_substring: str, steps: Script) -> None:
-        """Chats whose prompt contains ``prompt_substring`` follow ``steps`` (first match wins)."""
-        with self._lock:
-            self._scripts[prompt_substring] = [dict(s) for s in steps]
-
-    def script_for(self, prompt: str) -> Script | None:
-        with self._lock:
-            if self._chooser is not None:
-                return self._chooser(prompt)
-            for key, steps in self._scripts.items():
-                if key in prompt:
-                    return steps
-        return None
-
-    # ---- recorded requests
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """Every request received so far (all paths), oldest first."""
-        with self._lock:
-            return list(self._requests)
 
     def messages_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.is_messages]
@@ -269,18 +187,6 @@ class FakeAnthropicServer:
 
     def other_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if not r.is_main_loop]
-
-    def _record(self, rec: RecordedRequest) -> None:
-        with self._lock:
-            self._requests.append(rec)
-            self._lock.notify_all()
-
-    # ---- replies
-
-    def _next_id(self) -> int:
-        with self._lock:
-            self._counter += 1
-            return self._counter
 
     def reply_block(self, body: Mapping[str, Any]) -> tuple[int, dict]:
         """The step index and content block for one ``/v1/messages`` request body.
@@ -410,3 +316,6 @@ class _Handler(BaseHTTPRequestHandler):
                                                              "message": f"fake anthropic server: no {self.command} {rec.path}"}})
 
     do_POST = do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = _handle
+
+
+FakeAnthropicServer.handler = _Handler

@@ -163,17 +163,23 @@ class RecordedRequest:
 # The server
 
 
-class FakeModelServer:
-    """A scripted Responses-API server on 127.0.0.1 (ephemeral port). Use as a context manager."""
+class ScriptedServer:
+    """A scripted model server on 127.0.0.1 (ephemeral port): scripts, recorded requests, lifecycle.
 
-    def __init__(self, scripts: ScriptSource = None, *, host: str = "127.0.0.1", port: int = 0,
-                 model_ids: Iterable[str] = ()):
+    The wire protocol is a subclass's: its `handler` (a BaseHTTPRequestHandler whose `owner`
+    is set to the server), its `base_url`, and how it turns a request into the next step.
+    Use as a context manager.
+    """
+
+    handler: type = BaseHTTPRequestHandler
+    thread_name = "fake-model-server"
+
+    def __init__(self, scripts: ScriptSource = None, *, host: str = "127.0.0.1", port: int = 0):
         self._lock = threading.Condition()
         self._scripts: dict[str, list[Step]] = {}
         self._chooser: Callable[[str], Script | None] | None = None
-        self._requests: list[RecordedRequest] = []
+        self._requests: list = []
         self._counter = 0
-        self.model_ids = list(model_ids)
         if callable(scripts):
             self._chooser = scripts
         elif scripts:
@@ -185,18 +191,18 @@ class FakeModelServer:
 
     # ---- lifecycle
 
-    def start(self) -> "FakeModelServer":
+    def start(self):
         if self._httpd is not None:
             return self
         server = self
 
-        class Handler(_Handler):
+        class Handler(self.handler):
             owner = server
 
         self._httpd = ThreadingHTTPServer((self._host, self._port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name="fake-model-server", daemon=True)
+                                        name=self.thread_name, daemon=True)
         self._thread.start()
         return self
 
@@ -211,7 +217,7 @@ class FakeModelServer:
 
     close = stop
 
-    def __enter__(self) -> "FakeModelServer":
+    def __enter__(self):
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -222,11 +228,6 @@ class FakeModelServer:
         if self._httpd is None:
             raise RuntimeError("server not started")
         return self._httpd.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        """What goes in Codex's ``[model_providers.x] base_url``: ``http://127.0.0.1:PORT/v1``."""
-        return f"http://{self._host}:{self.port}/v1"
 
     # ---- scripts
 
@@ -248,22 +249,12 @@ class FakeModelServer:
     # ---- recorded requests
 
     @property
-    def requests(self) -> list[RecordedRequest]:
+    def requests(self) -> list:
         """Every request received so far (all paths), oldest first."""
         with self._lock:
             return list(self._requests)
 
-    def responses_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.is_responses]
-
-    def requests_for(self, prompt_substring: str) -> list[RecordedRequest]:
-        """``POST /v1/responses`` requests whose chat prompt contains ``prompt_substring``."""
-        return [r for r in self.responses_requests() if prompt_substring in r.prompt]
-
-    def other_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if not r.is_responses]
-
-    def wait_for(self, predicate: Callable[[list[RecordedRequest]], Any], timeout: float = 60.0):
+    def wait_for(self, predicate: Callable[[list], Any], timeout: float = 60.0):
         """Block until ``predicate(self.requests)`` is truthy; return its value (or raise
         TimeoutError)."""
         deadline = time.monotonic() + timeout
@@ -278,17 +269,41 @@ class FakeModelServer:
                                        f"{len(self._requests)} requests recorded")
                 self._lock.wait(left)
 
-    def _record(self, rec: RecordedRequest) -> None:
+    def _record(self, rec) -> None:
         with self._lock:
             self._requests.append(rec)
             self._lock.notify_all()
-
-    # ---- replies
 
     def _next_id(self) -> int:
         with self._lock:
             self._counter += 1
             return self._counter
+
+
+class FakeModelServer(ScriptedServer):
+    """A scripted Responses-API server (what Codex talks to)."""
+
+    thread_name = "fake-model-server"
+
+    def __init__(self, scripts: ScriptSource = None, *, host: str = "127.0.0.1", port: int = 0,
+                 model_ids: Iterable[str] = ()):
+        super().__init__(scripts, host=host, port=port)
+        self.model_ids = list(model_ids)
+
+    @property
+    def base_url(self) -> str:
+        """What goes in Codex's ``[model_providers.x] base_url``: ``http://127.0.0.1:PORT/v1``."""
+        return f"http://{self._host}:{self.port}/v1"
+
+    def responses_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.is_responses]
+
+    def requests_for(self, prompt_substring: str) -> list[RecordedRequest]:
+        """``POST /v1/responses`` requests whose chat prompt contains ``prompt_substring``."""
+        return [r for r in self.responses_requests() if prompt_substring in r.prompt]
+
+    def other_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if not r.is_responses]
 
     def reply_item(self, body: Any) -> tuple[int, dict]:
         """The step index and output item for one ``/v1/responses`` request body."""
@@ -405,3 +420,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     do_POST = do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = _handle
+
+
+FakeModelServer.handler = _Handler
