@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -32,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+from codex_harness import CodexRun  # the same run record, named for Claude
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PINNED_CLAUDE_VERSION = "2.1.328"
@@ -94,29 +95,10 @@ def _base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-class ClaudeRun(tuple):
+class ClaudeRun(CodexRun):
     """``(returncode, stdout, stderr)``, plus ``.duration`` (s), ``.argv``, ``.cwd``, ``.timed_out``."""
 
-    def __new__(cls, returncode: int, stdout: str, stderr: str, *, duration: float, argv: list[str],
-                cwd: str, timed_out: bool = False):
-        obj = super().__new__(cls, (returncode, stdout, stderr))
-        obj.duration, obj.argv, obj.cwd, obj.timed_out = duration, argv, cwd, timed_out
-        return obj
-
-    returncode = property(lambda self: self[0])
-    stdout = property(lambda self: self[1])
-    stderr = property(lambda self: self[2])
-
-    def __str__(self) -> str:
-        state = "TIMED OUT" if self.timed_out else f"exit {self.returncode}"
-        return (f"claude run ({state}, {self.duration:.1f}s) in {self.cwd}: {shlex.join(self.argv)}\n"
-                f"--- stdout ---\n{self.stdout}\n--- stderr ---\n{self.stderr}")
-
-    def check(self) -> "ClaudeRun":
-        """Raise AssertionError (with the full output) unless Claude Code exited 0."""
-        if self.timed_out or self.returncode != 0:
-            raise AssertionError(str(self))
-        return self
+    name = "claude"
 
 
 class ClaudeHome:

@@ -189,7 +189,10 @@ def read_hook_log(log_path: str | os.PathLike) -> list[dict]:
 
 class CodexRun(tuple):
     """``(returncode, stdout, stderr)``, plus ``.duration`` (s), ``.argv``, ``.cwd`` and
-    ``.timed_out``. ``str(run)`` is a readable dump for assertion messages."""
+    ``.timed_out``. ``str(run)`` is a readable dump for assertion messages. Other agents'
+    harnesses (claude_harness.ClaudeRun) reuse it under their own `name`."""
+
+    name = "codex"
 
     def __new__(cls, returncode: int, stdout: str, stderr: str, *, duration: float, argv: list[str],
                 cwd: str, timed_out: bool = False):
@@ -203,11 +206,11 @@ class CodexRun(tuple):
 
     def __str__(self) -> str:
         state = "TIMED OUT" if self.timed_out else f"exit {self.returncode}"
-        return (f"codex run ({state}, {self.duration:.1f}s) in {self.cwd}: {shlex.join(self.argv)}\n"
+        return (f"{self.name} run ({state}, {self.duration:.1f}s) in {self.cwd}: {shlex.join(self.argv)}\n"
                 f"--- stdout ---\n{self.stdout}\n--- stderr ---\n{self.stderr}")
 
     def check(self) -> "CodexRun":
-        """Raise AssertionError (with the full output) unless Codex exited 0."""
+        """Raise AssertionError (with the full output) unless the agent exited 0."""
         if self.timed_out or self.returncode != 0:
             raise AssertionError(str(self))
         return self
