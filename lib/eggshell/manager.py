@@ -98,7 +98,7 @@ class Manager:
         `force` looks at every file now (at exit).
         """
         from .commits import settle_all
-        from .hooks.codex import _resolver
+        from .hooks.codex import resolver
 
         now = time.monotonic()
         marks: dict[str, tuple] = {}
@@ -116,7 +116,7 @@ class Manager:
                 return False
             return True
 
-        done = settle_all(self.journal, self.res.store, _resolver(self.paths), self.log, only=due)
+        done = settle_all(self.journal, self.res.store, resolver(self.paths), self.log, only=due)
         for d in done:  # only what settled counts as seen: a failed save is tried again on the next pass
             if d.removed:
                 self._seen.pop(d.path, None)

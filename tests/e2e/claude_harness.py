@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -32,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from codex_harness import CodexRun  # the same run record, named for Claude
+from codex_harness import CodexRun, find_pinned  # the same run record and binary search as for Codex
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PINNED_CLAUDE_VERSION = "2.1.328"
@@ -55,26 +54,8 @@ def ci() -> bool:
 
 
 def find_claude() -> str:
-    """Path of ``claude``, or raise :class:`ClaudeNotFound` with the install command.
-
-    Order: ``$EGGSHELL_E2E_CLAUDE``; ``<repo>/.cache/npm/node_modules/.bin/claude`` (the pinned
-    install, `make test-tools`); ``claude`` on ``PATH``.
-    """
-    override = os.environ.get(CLAUDE_ENV_OVERRIDE)
-    if override:
-        if os.path.isfile(override) and os.access(override, os.X_OK):
-            return override
-        raise ClaudeNotFound(f"${CLAUDE_ENV_OVERRIDE}={override!r} is not an executable file")
-    local = REPO_ROOT / ".cache" / "npm" / "node_modules" / ".bin" / "claude"
-    if local.is_file() and os.access(local, os.X_OK):
-        return str(local)
-    on_path = shutil.which("claude")
-    if on_path:
-        return on_path
-    raise ClaudeNotFound(
-        "Claude Code was not found (looked at $%s, %s and PATH). Install the pinned version with:\n"
-        "    make test-tools    (or: npm install --prefix %s @anthropic-ai/claude-code@%s)"
-        % (CLAUDE_ENV_OVERRIDE, local, REPO_ROOT / ".cache" / "npm", PINNED_CLAUDE_VERSION))
+    """Path of ``claude``, or raise :class:`ClaudeNotFound` with the install command."""
+    return find_pinned("claude", CLAUDE_ENV_OVERRIDE, "@anthropic-ai/claude-code", PINNED_CLAUDE_VERSION, ClaudeNotFound)
 
 
 def claude_version(claude: str, timeout: float = 60.0) -> str:

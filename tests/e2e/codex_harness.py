@@ -67,27 +67,29 @@ class CodexNotFound(RuntimeError):
 # Finding Codex
 
 
-def find_codex() -> str:
-    """Path of the ``codex`` executable, or raise :class:`CodexNotFound` with a how-to message.
-
-    Order: ``$EGGSHELL_E2E_CODEX``; ``<repo>/.cache/npm/node_modules/.bin/codex`` (the pinned
-    install); ``codex`` on ``PATH``.
-    """
-    override = os.environ.get(CODEX_ENV_OVERRIDE)
+def find_pinned(name: str, env_var: str, package: str, version: str, not_found: type[Exception]) -> str:
+    """Path of an agent CLI: ``$env_var``, else the pinned install under ``<repo>/.cache/npm``
+    (`make test-tools`), else ``name`` on PATH; or raise ``not_found`` saying how to install it."""
+    override = os.environ.get(env_var)
     if override:
         if os.path.isfile(override) and os.access(override, os.X_OK):
             return override
-        raise CodexNotFound(f"${CODEX_ENV_OVERRIDE}={override!r} is not an executable file")
-    local = REPO_ROOT / ".cache" / "npm" / "node_modules" / ".bin" / "codex"
+        raise not_found(f"${env_var}={override!r} is not an executable file")
+    local = REPO_ROOT / ".cache" / "npm" / "node_modules" / ".bin" / name
     if local.is_file() and os.access(local, os.X_OK):
         return str(local)
-    on_path = shutil.which("codex")
+    on_path = shutil.which(name)
     if on_path:
         return on_path
-    raise CodexNotFound(
-        "the Codex CLI was not found (looked at $%s, %s and PATH). Install the pinned version with:\n"
-        "    npm install --prefix %s @openai/codex@%s"
-        % (CODEX_ENV_OVERRIDE, local, REPO_ROOT / ".cache" / "npm", PINNED_CODEX_VERSION))
+    raise not_found(
+        "%s was not found (looked at $%s, %s and PATH). Install the pinned version with:\n"
+        "    make test-tools    (or: npm install --prefix %s %s@%s)"
+        % (name, env_var, local, REPO_ROOT / ".cache" / "npm", package, version))
+
+
+def find_codex() -> str:
+    """Path of the ``codex`` executable, or raise :class:`CodexNotFound` with a how-to message."""
+    return find_pinned("codex", CODEX_ENV_OVERRIDE, "@openai/codex", PINNED_CODEX_VERSION, CodexNotFound)
 
 
 def codex_version(codex: str | None = None, timeout: float = 60.0) -> str:

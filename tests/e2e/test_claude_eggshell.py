@@ -26,7 +26,7 @@ import pytest
 from claude_harness import ClaudeHome, claude_version, PINNED_CLAUDE_VERSION
 from fake_anthropic_server import FakeAnthropicServer, hook_contexts, tool_results, tool_use_id
 from test_codex_eggshell import _egg, prefix  # noqa: F401 - `prefix` is the module-scoped install fixture
-from test_codex_reuse import CONFIG_PY, RG_SHIM, RUN_SH, TEST_CONFIG_PY
+from test_codex_reuse import RG_SHIM, _project  # the same small project and counting rg shim
 
 pytestmark = pytest.mark.e2e
 
@@ -42,15 +42,6 @@ SRC_LINE_14 = 'src/config.py:14:    return parse_config("app.cfg")'
 TESTS_LINE_5 = "tests/test_config.py:5:from config import parse_config"
 BLOCKED = "PreToolUse:Bash hook error:"  # how Claude Code 2.1.328 hands a denied call's reason to the model
 CONTEXT_CAP = 10_000  # Claude Code replaces longer hook output with a preview and a file path
-
-
-def _project(root):
-    (root / "src").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "src" / "config.py").write_text(CONFIG_PY)
-    (root / "tests" / "test_config.py").write_text(TEST_CONFIG_PY)
-    (root / "tests" / "run.sh").write_text(RUN_SH)
-    return root
 
 
 def _shim(directory, log):

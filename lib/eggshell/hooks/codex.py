@@ -282,7 +282,7 @@ def settle_here(paths: Paths, st: Step, res) -> None:
     path = journal.turn_path(st.session, st.turn)
     if not os.path.exists(path):
         return
-    done = settle(journal, path, res.store, _resolver(paths))
+    done = settle(journal, path, res.store, resolver(paths))
     if done.index:
         from ..config import ConfigError
 
@@ -293,7 +293,7 @@ def settle_here(paths: Paths, st: Step, res) -> None:
         _pre_index(cfg, paths, list(done.index))
 
 
-def _resolver(paths: Paths):
+def resolver(paths: Paths):
     """(write egg, root) for a journal written before turns carried their target."""
 
     def resolve(cwd: str):
