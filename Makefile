@@ -14,19 +14,23 @@ BATS_BIN      := $(NPM_PREFIX)/node_modules/bats/bin
 BATS_VERSION  := 1.13.0
 CODEX_VERSION := 0.169.0
 CLAUDE_VERSION := 2.1.328
-PY_TEST_TOOLS := pytest>=8 hypothesis>=6.100
+TEST_LOCK     := requirements-test.lock
 
 # Tests find bats, codex and claude on PATH, and import the checkout's code.
 export PATH := $(BATS_BIN):$(NPM_BIN):$(PATH)
 export PYTHONPATH := $(CURDIR)/lib$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: help install test test-tools pytest bats bench eval lint
+# Both suites run in a network namespace with only loopback (tests/offline.sh; needs root).
+OFFLINE := $(CURDIR)/tests/offline.sh
+
+.PHONY: help install test test-tools pytest bats bench eval lint lock
 
 help:
 	@echo "make targets:"
 	@echo "  install     run ./install.sh (venv, model and commands under $(PREFIX))"
-	@echo "  test        every test: pytest over tests/, then bats tests/bats (installs test tools if missing)"
-	@echo "  test-tools  install pytest+hypothesis into the venv, bats+codex+claude into .cache/npm, if missing"
+	@echo "  test        every test: pytest over tests/, then bats tests/bats, without network (installs test tools first)"
+	@echo "  test-tools  install $(TEST_LOCK) into the venv, bats+codex+claude into .cache/npm, if missing"
+	@echo "  lock        resolve the dependencies afresh into requirements.lock and $(TEST_LOCK) (with hashes)"
 	@echo "  pytest      only the Python tests        bats  only the bats tests"
 	@echo "  bench       run every tests/bench/bench_*.py with the venv's Python"
 	@echo "  eval        retrieval quality on public sets: python -m eggshell.eval DATA (DATA=$(DATA))"
@@ -40,10 +44,13 @@ $(PY):
 	@echo "make: no Eggshell environment at $(VENV): run ./install.sh first (or set EGGSHELL_PREFIX)" >&2
 	@exit 1
 
+# The Python test tools: exactly the locked versions, hashes checked (installed only when one differs).
 test-tools: $(PY)
-	@$(PY) -c 'import pytest, hypothesis' 2>/dev/null || { \
-	  echo "make: installing $(PY_TEST_TOOLS) into $(VENV)"; \
-	  $(PY) -m pip install --quiet --disable-pip-version-check $(foreach p,$(PY_TEST_TOOLS),'$(p)'); }
+	@$(PY) -c 'import re, sys; from importlib.metadata import version as v; \
+	  pins = re.findall(r"^([a-z0-9-]+)==(\S+)", open("$(TEST_LOCK)").read(), re.M); \
+	  sys.exit(any(v(n) != want for n, want in pins))' 2>/dev/null || { \
+	  echo "make: installing $(TEST_LOCK) into $(VENV)"; \
+	  $(PY) -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(TEST_LOCK); }
 	@if [ -x "$(BATS_BIN)/bats" ] && "$(NPM_BIN)/codex" --version 2>/dev/null | grep -qx 'codex-cli $(CODEX_VERSION)' \
 	  && "$(NPM_BIN)/claude" --version 2>/dev/null | grep -qx '$(CLAUDE_VERSION) (Claude Code)'; then :; else \
 	  command -v npm >/dev/null || { echo "make: npm is needed to install bats, codex and claude (apt-get install npm)" >&2; exit 1; }; \
@@ -56,16 +63,19 @@ test-tools: $(PY)
 # Both suites always run; the target fails if either does (pytest's exit 5, no tests, included).
 test: test-tools
 	@rc_py=0; rc_bats=0; \
-	echo "== pytest tests/"; $(PY) -m pytest tests || rc_py=$$?; \
-	echo "== bats tests/bats"; bats tests/bats || rc_bats=$$?; \
+	echo "== pytest tests/"; $(OFFLINE) $(PY) -m pytest tests || rc_py=$$?; \
+	echo "== bats tests/bats"; $(OFFLINE) bats tests/bats || rc_bats=$$?; \
 	echo "== make test: pytest exit $$rc_py, bats exit $$rc_bats"; \
 	[ $$rc_py -eq 0 ] && [ $$rc_bats -eq 0 ]
 
 pytest: test-tools
-	$(PY) -m pytest tests
+	$(OFFLINE) $(PY) -m pytest tests
 
 bats: test-tools
-	bats tests/bats
+	$(OFFLINE) bats tests/bats
+
+lock: $(PY)
+	$(PY) .ci/lock.py
 
 bench: $(PY)
 	@set -- tests/bench/bench_*.py; \

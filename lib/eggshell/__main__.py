@@ -5,6 +5,7 @@ are imported lazily so a hook does not pay for the CLI's imports (or numpy's).
 """
 
 import importlib
+import os
 import sys
 
 PROGRAMS = {
@@ -24,13 +25,32 @@ def main(argv: list[str]) -> int:
         return 2
     if argv[0] == "egg-hook":
         return _hook(argv[1:])
+    private_tmp(os.environ)
     module = importlib.import_module(PROGRAMS[argv[0]])
     return module.main(argv[1:])
+
+
+def private_tmp(env) -> None:
+    """Keep this process's temporary files (and its children's) in `<data root>/tmp`, 0700.
+
+    Nothing Eggshell writes may land outside the prefix, the data root and the project;
+    even importing portalocker probes the system temp directory with a file of its own
+    (tempfile.gettempdir). A data root that cannot be made leaves TMPDIR as it was.
+    """
+    from .paths import from_env, private_dir
+
+    d = os.path.join(from_env(env).data_root, "tmp")
+    try:
+        private_dir(d)
+    except OSError:
+        return
+    env["TMPDIR"] = d
 
 
 def _hook(argv: list[str]) -> int:
     """egg-hook fails open even if Eggshell itself cannot be imported."""
     try:
+        private_tmp(os.environ)
         from . import hook
 
         return hook.main(argv)

@@ -497,6 +497,30 @@ class _Progress:
             print(("\r" if self.tty else "") + "%s: %d/%d new windows embedded" % (self.label, done, total), file=sys.stderr, flush=True)
 
 
+def cmd_model_check(a, paths: Paths) -> int:
+    """Load the offline default model the way search does and embed one sentence.
+
+    install.sh runs this as its model check, so the check goes through the same code
+    (offline, telemetry off) as every later search.
+    """
+    import time
+
+    from .embed import Encoder, ModelError, default_model_dir
+
+    d = a.dir or default_model_dir(paths.prefix)
+    t = time.monotonic()
+    enc = Encoder(model_dir=d)
+    try:
+        v = enc.embed(["hello"])
+    except ModelError as e:
+        raise CliError(str(e), 1)
+    norm = float((v[0] ** 2).sum()) ** 0.5
+    if v.shape != (1, 384) or not 0.99 < norm < 1.01:
+        raise CliError("%s gave a %s vector of norm %.4f; expected one 384-dim unit vector" % (d, v.shape, norm), 1)
+    say("loaded %s from %s offline: 384-dim unit vectors (%.1f s)" % (enc.model_id, d, time.monotonic() - t))
+    return 0
+
+
 def cmd_model(a, paths: Paths) -> int:
     from .embed import Encoder, ModelError, default_model_dir, is_offline_default
 
@@ -608,6 +632,9 @@ def build_parser() -> argparse.ArgumentParser:
     m = msub.add_parser("install", help="download a fastembed model where a model hub can be reached")
     m.add_argument("name", help="a fastembed text model, e.g. sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2")
     m.set_defaults(fn=cmd_model)
+    m = msub.add_parser("check", help="load the offline default model (no network) and embed one sentence")
+    m.add_argument("--dir", metavar="DIR", help="the model directory (default: the installed one)")
+    m.set_defaults(fn=cmd_model_check)
 
     s = sub.add_parser("status", help="show the paths, config and stores in force here")
     s.set_defaults(fn=cmd_status)

@@ -88,6 +88,20 @@ def cut_windows(offsets: list[tuple[int, int]], text: str, window: int = WINDOW,
     return out
 
 
+# onnxruntime's official builds carry Microsoft's 1DS telemetry: about 10 s after a model
+# loads it resolves mobile.events.data.microsoft.com and writes a device id and an event
+# database under ~/.cache/Microsoft/. `disable_telemetry_events()` leaves that in place;
+# only this variable, set before the runtime initializes, stops the uploader, the events
+# and the device id (onnxruntime's Privacy.md). huggingface_hub's is switched off too.
+QUIET_RUNTIME = {"ORT_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
+
+
+def quiet_runtime(env) -> None:
+    """Turn off the model runtime's telemetry in `env` (os.environ before fastembed is imported)."""
+    for k, v in QUIET_RUNTIME.items():
+        env[k] = v
+
+
 class Encoder:
     """A fastembed text model, loaded on first use; vectors come back L2-normalized float32."""
 
@@ -113,6 +127,7 @@ class Encoder:
     def load(self) -> None:
         if self._emb is not None:
             return
+        quiet_runtime(os.environ)
         try:
             from fastembed import TextEmbedding
         except ImportError as e:  # pragma: no cover - install.sh installs it
