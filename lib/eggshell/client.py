@@ -36,9 +36,10 @@ def socket_path(data_root: str) -> str:
     if len(os.fsencode(p)) <= MAX_SOCKET_BYTES:
         return p
     import hashlib
-    import tempfile
 
-    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    # Not tempfile.gettempdir(): Eggshell's processes point TMPDIR into the data root
+    # (__main__.private_tmp), whose long path is why we are here.
+    base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
     name = hashlib.sha256(os.fsencode(os.path.abspath(data_root))).hexdigest()[:24]
     return os.path.join(base, "eggshell-%d" % os.getuid(), name + ".sock")
 
