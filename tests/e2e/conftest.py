@@ -8,6 +8,7 @@ a skip elsewhere, so a checkout without the 370 MB Claude binary can still run t
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -50,6 +51,30 @@ def claude_bin() -> str:
 @pytest.fixture(scope="session")
 def codex_cli_version(codex_bin) -> str:
     return codex_version(codex_bin)
+
+
+REPO = os.path.dirname(os.path.dirname(HERE))
+WHEELS = os.path.join(REPO, ".cache", "wheels")
+
+
+@pytest.fixture(scope="session")
+def prefix(tmp_path_factory):
+    """A real installation made by ./install.sh into a temporary prefix, shared by every e2e test.
+
+    The suite runs without network (tests/offline.sh): pip takes every wheel from the
+    wheelhouse `make test-tools` filled, through pip's own settings, which install.sh honours.
+    """
+    root = tmp_path_factory.mktemp("eggshell-prefix")
+    env = dict(os.environ, EGGSHELL_PREFIX=str(root))
+    env.pop("EGGSHELL_DATA_ROOT", None)
+    if os.path.isfile(os.path.join(WHEELS, ".stamp")):
+        env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=WHEELS)
+    print("e2e: installing Eggshell into %s with ./install.sh (once for all end-to-end tests)" % root, file=sys.stderr)
+    p = subprocess.run(["sh", os.path.join(REPO, "install.sh")], cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0, "install.sh failed:\n%s\n%s" % (p.stdout[-3000:], p.stderr[-3000:])
+    for cmd in ("egg", "egg-hook", "egg-index", "egg-query", "egg-extract", "egg-save"):
+        assert os.access(root / "bin" / cmd, os.X_OK), cmd
+    return root
 
 
 @pytest.fixture

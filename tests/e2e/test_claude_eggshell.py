@@ -25,7 +25,7 @@ import pytest
 
 from claude_harness import ClaudeHome, claude_version, PINNED_CLAUDE_VERSION
 from fake_anthropic_server import FakeAnthropicServer, hook_contexts, tool_results, tool_use_id
-from test_codex_eggshell import _egg, prefix  # noqa: F401 - `prefix` is the module-scoped install fixture
+from test_codex_eggshell import _egg
 from test_codex_reuse import RG_SHIM, _project  # the same small project and counting rg shim
 
 pytestmark = pytest.mark.e2e

@@ -30,19 +30,6 @@ CHAT2 = "Does compute_late_fee in billing cap the late_fee for very old invoices
 CHAT3 = "Write a haiku about autumn leaves"
 
 
-@pytest.fixture(scope="module")
-def prefix(tmp_path_factory):
-    """A real installation made by ./install.sh into a temporary prefix."""
-    root = tmp_path_factory.mktemp("eggshell-prefix")
-    env = dict(os.environ, EGGSHELL_PREFIX=str(root))
-    env.pop("EGGSHELL_DATA_ROOT", None)
-    p = subprocess.run(["sh", os.path.join(REPO, "install.sh")], cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
-    assert p.returncode == 0, "install.sh failed:\n%s\n%s" % (p.stdout[-3000:], p.stderr[-3000:])
-    for cmd in ("egg", "egg-hook", "egg-index", "egg-query", "egg-extract", "egg-save"):
-        assert os.access(root / "bin" / cmd, os.X_OK), cmd
-    return root
-
-
 def _egg(prefix, args, cwd, env):
     p = subprocess.run([str(prefix / "bin" / "egg"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, "egg %s failed (%d):\n%s\n%s" % (" ".join(args), p.returncode, p.stdout, p.stderr)

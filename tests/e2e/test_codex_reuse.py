@@ -23,7 +23,7 @@ import pytest
 
 from codex_harness import CodexHome
 from fake_model_server import FakeModelServer, developer_messages, function_call_outputs, function_calls
-from test_codex_eggshell import _egg, prefix  # noqa: F401 - `prefix` is the module-scoped install fixture
+from test_codex_eggshell import _egg
 
 pytestmark = pytest.mark.e2e
 
