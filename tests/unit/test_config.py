@@ -246,6 +246,64 @@ def test_a_redefined_builtin_replaces_it(paths, project):
     assert cfg.profiles == ("work", "private", "off")
 
 
+# What `egg init` wrote before: the built-in private and off spelled out.
+OLD_TEMPLATE_PROFILES = '[profiles.private]\nread = ["project"]\n\n[profiles.off]\nread = []\n'
+
+
+@pytest.mark.parametrize("where", ["project", "global", "explicit"])
+@pytest.mark.parametrize(
+    "name, body, key",
+    [
+        ("off", 'read = ["project"]\nwrite = "project"\n', "write"),
+        ("off", 'read = ["project"]\n', "read"),
+        ("off", 'write = "project"\n', "write"),
+        ("off", "handoff_chars = 400\n", "handoff_chars"),
+        ("private", 'read = ["project"]\nwrite = "project"\n', "write"),
+        ("private", "read = []\n", "read"),
+        ("private", 'read = ["project"]\nlocal_union = false\n', "local_union"),
+    ],
+)
+def test_builtin_off_and_private_cannot_be_redefined(paths, project, tmp_path, where, name, body, key):
+    text = "[profiles.%s]\n%s" % (name, body)
+    env = {}
+    if where == "project":
+        write_project(project, text)
+        path = str(project / PROJECT_CONFIG)
+    elif where == "global":
+        write_global(paths, text)
+        path = paths.global_config
+    else:
+        path = str(tmp_path / "mine.toml")
+        with open(path, "w") as f:
+            f.write(text)
+        env = {"EGGSHELL_CONFIG": path}
+    with pytest.raises(ConfigError) as e:
+        config.load(paths, str(project), env=env)
+    msg = str(e.value)
+    assert msg.startswith("%s: [profiles.%s]: %r = " % (path, name, key)), msg
+    assert "is built in" in msg and "cannot be redefined" in msg
+
+
+@pytest.mark.parametrize("where", ["project", "global"])
+def test_a_definition_identical_to_the_builtin_is_accepted_and_changes_nothing(paths, project, where):
+    write_project(project, 'read = ["shared/team.egg"]\n' + (OLD_TEMPLATE_PROFILES if where == "project" else ""))
+    if where == "global":
+        write_global(paths, OLD_TEMPLATE_PROFILES)
+    cfg = config.load(paths, str(project))
+    w, team = str(project / ".eggs" / "work.egg"), str(project / "shared" / "team.egg")
+    assert cfg.profile_defs == ()
+    assert cfg.profiles == ("work", "private", "off")
+    assert cfg.selection("private") == Selection("private", True, (w, team), None, 8000, True)  # the built-in, legacy reads too
+    assert cfg.selection("off") == Selection("off", False, (), None, 8000, True)
+    write_project(project, config.PROJECT_TEMPLATE + OLD_TEMPLATE_PROFILES)  # an existing project, a global file spelling them out too
+    write_global(paths, OLD_TEMPLATE_PROFILES)
+    assert config.load(paths, str(project)).profiles == ("work", "private", "off")
+
+
+def test_the_template_no_longer_spells_out_off_and_private():
+    assert "[profiles.off]" not in config.PROJECT_TEMPLATE and "[profiles.private]" not in config.PROJECT_TEMPLATE
+
+
 def test_eggs_project_names_the_builtin_egg(paths, project):
     write_project(project, '[eggs]\nproject = "mem/main.egg"\n')
     cfg = config.load(paths, str(project))
