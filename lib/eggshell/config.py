@@ -22,7 +22,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from .paths import PROJECT_CONFIG, Paths, find_project
+from .paths import PROJECT_CONFIG, Paths, find_project, refusal, untrusted
 
 
 class ConfigError(ValueError):
@@ -360,10 +360,26 @@ def _check_fixed(path: str, name: str, body: dict, prof: Profile) -> None:
                           % (path, name, k, body.get(k, False if k == "write" else None), name, FIXED_PROFILES[name], name, name))
 
 
+def _check_trusted(path: str, st: os.stat_result) -> None:
+    """Refuse a config file that another local user wrote or could change: it decides what is recorded.
+
+    Someone who can write a `.eggshell.toml` above your work (a world-writable /tmp) could
+    otherwise record your session into a store they can read.
+    """
+    why = untrusted(st)
+    if why is not None:
+        raise ConfigError(refusal(path, why, "config files", "go-w"))
+    d = os.path.dirname(os.path.abspath(path))
+    why = untrusted(os.stat(d))
+    if why is not None:
+        raise ConfigError(refusal(path, "its directory %s: %s" % (d, why), "config files and their directories", "go-w", d))
+
+
 def read_file(path: str, where: str) -> dict[str, Any]:
     """Parse and check one config file ("global", "project" or "explicit"); a missing file is empty."""
     try:
         with open(path, "rb") as f:
+            _check_trusted(path, os.fstat(f.fileno()))
             data = tomllib.load(f)
     except FileNotFoundError:
         return {}
@@ -419,7 +435,7 @@ def load(paths: Paths, cwd: str, env: Mapping[str, str] | None = None) -> Config
     g = read_file(paths.global_config, "global")
     if g:
         cfg = _apply(cfg, paths.global_config, g, None)
-    root = find_project(cwd)
+    root = find_project(cwd, env.get("HOME"))
     if root is not None:
         p = os.path.join(root, PROJECT_CONFIG)
         cfg = replace(_apply(cfg, p, read_file(p, "project"), cfg if cfg.sources else None), project_root=root)
