@@ -15,7 +15,7 @@ import sys
 
 from . import __version__, config as _config, controls, eggfile as ef, stage
 from .identity import KeyError_, content_hex, display_key
-from .paths import PROJECT_CONFIG, Paths, from_env, private_dir
+from .paths import PROJECT_CONFIG, Paths, UnsafePath, from_env, private_dir, secure_data_root
 from .query import Searcher
 from .records import TurnView, command_of, turn_views
 from .store import EggError, Graph, Store, compact, merge
@@ -668,7 +668,13 @@ def main(argv: list[str]) -> int:
     a = build_parser().parse_args(argv)
     paths = from_env()
     try:
+        note = secure_data_root(paths.data_root)
+        if note is not None:
+            print("%s: note: %s" % (PROG, note), file=sys.stderr)
         return a.fn(a, paths)
+    except UnsafePath as e:
+        print("%s: %s" % (PROG, e), file=sys.stderr)
+        return 2
     except CliError as e:
         print("%s: %s" % (PROG, e), file=sys.stderr)
         return e.status

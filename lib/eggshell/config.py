@@ -8,6 +8,8 @@ stores to use); those are refused in the global file.
 Profiles name which eggs a chat reads and writes. A project file comes with the
 repository, so whoever can change the repository writes it: it may not run programs,
 name stores outside the project, or redefine what the user's own global file defines.
+No file may redefine the built-in `off` and `private` profiles: they are how a user keeps
+a turn out of the store.
 `EGGSHELL_CONFIG` names a file the user chose explicitly; it is read alone and trusted
 like the global file.
 """
@@ -20,7 +22,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from .paths import PROJECT_CONFIG, Paths, find_project
+from .paths import PROJECT_CONFIG, Paths, find_project, refusal, untrusted
 
 
 class ConfigError(ValueError):
@@ -49,6 +51,8 @@ BUILTIN_PROFILES: tuple[tuple[str, Profile], ...] = (
     ("private", Profile(read=(PROJECT_EGG,), legacy_read=True)),
     ("off", Profile()),
 )
+# Profiles that keep turns out of the store: no file may redefine them (see _check_fixed).
+FIXED_PROFILES = {"private": "reads the project, records nothing", "off": "reads nothing, records nothing"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,14 +334,52 @@ def _check_profiles(path: str, table: dict, egg_names: set[str], where: str) -> 
         union = body.get("local_union")
         if union is not None and not isinstance(union, bool):
             raise ConfigError("%s: %s: 'local_union' must be true or false, got %r" % (path, where_, union))
-        out.append((name, Profile(tuple(dict.fromkeys(read)), write, chars, union, path)))
+        prof = Profile(tuple(dict.fromkeys(read)), write, chars, union, path)
+        if name in FIXED_PROFILES:
+            _check_fixed(path, name, body, prof)
+            continue  # the built-in one stays in force
+        out.append((name, prof))
     return tuple(out)
+
+
+def _check_fixed(path: str, name: str, body: dict, prof: Profile) -> None:
+    """Accept a definition of `off` or `private` only if it says exactly what the built-in says.
+
+    `egg next off` and `egg use private` are the user's way to keep a turn out of the store;
+    a file that could redefine them (a repository's, above all) could record what the user
+    asked it not to. `egg init` used to write both out, so the identical text stays valid.
+    """
+    builtin = dict(BUILTIN_PROFILES)[name]
+    differs = [k for k, mine, theirs in (("write", prof.write, builtin.write), ("read", prof.read, builtin.read),
+                                         ("handoff_chars", prof.handoff_chars, None), ("local_union", prof.local_union, None))
+               if mine != theirs]
+    if differs:
+        k = differs[0]
+        raise ConfigError("%s: [profiles.%s]: %r = %r: %r is built in (%s) and cannot be redefined, so that `egg next %s` "
+                          "and `egg use %s` always mean it; delete this section, or give your profile another name"
+                          % (path, name, k, body.get(k, False if k == "write" else None), name, FIXED_PROFILES[name], name, name))
+
+
+def _check_trusted(path: str, st: os.stat_result) -> None:
+    """Refuse a config file that another local user wrote or could change: it decides what is recorded.
+
+    Someone who can write a `.eggshell.toml` above your work (a world-writable /tmp) could
+    otherwise record your session into a store they can read.
+    """
+    why = untrusted(st)
+    if why is not None:
+        raise ConfigError(refusal(path, why, "config files", "go-w"))
+    d = os.path.dirname(os.path.abspath(path))
+    why = untrusted(os.stat(d))
+    if why is not None:
+        raise ConfigError(refusal(path, "its directory %s: %s" % (d, why), "config files and their directories", "go-w", d))
 
 
 def read_file(path: str, where: str) -> dict[str, Any]:
     """Parse and check one config file ("global", "project" or "explicit"); a missing file is empty."""
     try:
         with open(path, "rb") as f:
+            _check_trusted(path, os.fstat(f.fileno()))
             data = tomllib.load(f)
     except FileNotFoundError:
         return {}
@@ -393,7 +435,7 @@ def load(paths: Paths, cwd: str, env: Mapping[str, str] | None = None) -> Config
     g = read_file(paths.global_config, "global")
     if g:
         cfg = _apply(cfg, paths.global_config, g, None)
-    root = find_project(cwd)
+    root = find_project(cwd, env.get("HOME"))
     if root is not None:
         p = os.path.join(root, PROJECT_CONFIG)
         cfg = replace(_apply(cfg, p, read_file(p, "project"), cfg if cfg.sources else None), project_root=root)
@@ -418,11 +460,7 @@ project = ".eggs/work.egg"
 read = ["project"]
 write = "project"
 
-# private: use the memory, record nothing (read-only).
-[profiles.private]
-read = ["project"]
-
-# off: no memory at all: nothing read, nothing recorded.
-[profiles.off]
-read = []
+# Built in, and no file can redefine them:
+#   private: use the memory, record nothing (read-only);
+#   off: no memory at all: nothing read, nothing recorded.
 """

@@ -143,6 +143,13 @@ def managed(host: str, raw: str, paths: _paths.Paths, deadline_from: float) -> t
         payload = _parse(raw)
         event = _event_of(payload)
         deadline = deadline_from + budget_s(event)
+        try:
+            note = _paths.secure_data_root(paths.data_root)
+        except _paths.UnsafePath as e:  # someone else's: write nothing there, not even the log
+            print("%s: failed open: %s" % (PROG, e), file=sys.stderr)
+            return {}, None
+        if note is not None:
+            log_failure(paths, "data root", RuntimeError(note))
         st = codex.record(payload, paths)
         if st is None:
             return {}, None

@@ -29,7 +29,7 @@ import time
 
 from . import __version__
 from .client import LOCK, LOG, Connection, run_dir, socket_path
-from .paths import Paths, from_env, private_dir
+from .paths import Paths, UnsafePath, from_env, private_dir, secure_data_root
 
 PROG = "egg-manager"
 IDLE_S = 300.0  # exit after this long without a request (EGGSHELL_MANAGER_IDLE overrides)
@@ -353,6 +353,15 @@ def main(argv: list[str]) -> int:
 
         gc.set_threshold(50_000, 20, 20)  # a large, long-lived heap: collect rarely
         idle = float(os.environ.get("EGGSHELL_MANAGER_IDLE") or IDLE_S)
+        try:
+            note = secure_data_root(paths.data_root)
+        except UnsafePath as e:
+            print("%s: %s" % (PROG, e), file=sys.stderr)
+            return 1
+        if note is not None:
+            from .hook import log_failure
+
+            log_failure(paths, "manager", RuntimeError(note))
         _redirect_log(paths)
         return serve(paths, idle)
     if cmd in ("status", "stop"):

@@ -34,7 +34,7 @@ def save_turn(store: Store, record: dict, root: str | None = None) -> Saved:
         base = root if root is not None else find_project(t.cwd)
         t = Turn(t.session, t.turn, relative_cwd(t.cwd, base), t.prompt, t.tools, t.answer)
     compiled = compile_turn(t)
-    c = store.commit(compiled.roots, session=t.session, turn=t.turn)
+    c = store.commit(compiled.roots, session=t.session, turn=t.turn, within=root)
     if c is None:
         return Saved(t, None, [])
     return Saved(t, c.id, index_items([view_of_turn(t, compiled, c.time, store.path)]))

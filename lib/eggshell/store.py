@@ -11,8 +11,10 @@ its byte offset and reads only what is new. Nothing is ever rewritten in place;
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import os
 import stat
+import sys
 import time as _time
 import uuid
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ from typing import Iterable, Iterator
 
 from . import eggfile as ef
 from .identity import content_hex, resolve_key
-from .paths import fsync_dir, private_dir
+from .paths import fsync_dir, fsync_fd, private_dir, refusal, untrusted
 from .values import Apply, Atom, ShapeError, Value, union_admissible, walk
 
 LOCK_TIMEOUT_S = 30.0
@@ -246,6 +248,17 @@ class Store:
         self._sig = b""  # the last bytes read: if they changed, the file was replaced
         self.torn = False
 
+    @staticmethod
+    def note(msg: str) -> None:
+        """Say what a write changed besides the store (a mode tightened): stderr, unless a process
+        that logs elsewhere (a hook, the manager: warm.Resources) sets its own."""
+        print("eggshell: note: %s" % msg, file=sys.stderr, flush=True)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("note", None)  # a process's logger is not part of a snapshot
+        return state
+
     @classmethod
     def open(cls, path: str) -> "Store":
         """Read a store; a missing file is an empty store (it is created by the first commit)."""
@@ -305,14 +318,19 @@ class Store:
         session: str = "",
         turn: str = "",
         when: str | None = None,
+        within: str | None = None,
     ) -> ef.Commit | None:
-        """Append the roots and unions not yet stored; None (nothing written) on a replay."""
+        """Append the roots and unions not yet stored; None (nothing written) on a replay.
+
+        `within` is the project root the store belongs to: no directory from there down to
+        the file may be a symbolic link when the write happens (see _open_parent).
+        """
         roots = list(roots)
         unions = list(unions)
         for a, b in unions:
             if not union_admissible(a, b):
                 raise EggError("%s: union %s = %s would change Exact provenance; refused" % (self.path, content_hex(a)[:12], content_hex(b)[:12]))
-        with self._locked() as f:
+        with self._locked(within) as f:
             g = self.graph
             lines: list[bytes] = []
             if g.header is None:
@@ -380,33 +398,126 @@ class Store:
 
     # -- locking -------------------------------------------------------------------
 
-    def _locked(self):
-        return _Locked(self)
+    def _locked(self, within: str | None = None):
+        return _Locked(self, within)
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_parent(path: str, within: str | None) -> int:
+    """A descriptor of the directory holding `path`, reached without following a symbolic link.
+
+    The turn's prompt resolved its store's absolute path; the commit comes later, and a
+    directory swapped for a link meanwhile must not send the turn elsewhere. So from
+    `within` (the project root: the user's own way to it may go through links) each
+    component is opened relative to the one above with O_NOFOLLOW, and missing ones are
+    made 0700. A store outside `within` (a global egg) is reached from its directory's
+    parent. The directory must be one nobody else can write (paths.untrusted).
+    """
+    d = os.path.dirname(os.path.abspath(path))
+    base = os.path.abspath(within) if within else None
+    if base is None or os.path.commonpath([base, d]) != base:
+        base = os.path.dirname(d)
+        try:
+            private_dir(base)
+        except OSError as e:
+            raise EggError("%s: cannot create directory %s: %s" % (path, base, e.strerror)) from None
+    parts = [] if d == base else os.path.relpath(d, base).split(os.sep)
+    try:
+        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise EggError("%s: cannot open directory %s: %s" % (path, base, e.strerror)) from None
+    try:
+        for i, part in enumerate(parts):
+            child = _child_dir(fd, part, path, os.path.join(base, *parts[:i + 1]))
+            os.close(fd)
+            fd = child
+        why = untrusted(os.fstat(fd))
+        if why is not None:
+            raise EggError(refusal(d, why, "stores and their directories", "700"))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _child_dir(fd: int, name: str, path: str, shown: str) -> int:
+    """The directory `name` inside the open directory `fd` (made 0700 if missing), never a link."""
+    try:
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            try:
+                os.mkdir(name, 0o700, dir_fd=fd)
+            except FileExistsError:
+                pass
+            fsync_fd(fd)
+            return os.open(name, _DIR_FLAGS, dir_fd=fd)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise EggError("%s: %s is a symbolic link or not a directory (was it replaced after the turn began?); Eggshell "
+                           "writes a store only through real directories, so nothing was written" % (path, shown)) from None
+        raise EggError("%s: cannot open directory %s: %s" % (path, shown, e.strerror)) from None
+
+
+def _open_in(dir_fd: int, path: str, flags: int) -> int:
+    """Open the file named by `path`'s last component inside `dir_fd`, never through a link."""
+    try:
+        return os.open(os.path.basename(path), flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise EggError("%s: is a symbolic link; Eggshell refuses symlinked paths (use the real path)" % path) from None
+        if e.errno == errno.EEXIST:
+            raise
+        raise EggError("%s: cannot open: %s" % (path, e.strerror)) from None
+
+
+def _own(path: str, fd: int, note) -> None:
+    """Refuse a store (or lock) file someone else owns or can write; make a loose one 0600 (with a note)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise EggError("%s: is not a regular file" % path)
+    why = untrusted(st, mine_only=True)
+    if why is not None:
+        raise EggError(refusal(path, why, "stores and their directories", "600"))
+    if st.st_mode & 0o077:
+        os.fchmod(fd, 0o600)
+        if note is not None:
+            note("%s: was mode %04o (others could read every recorded turn); set to 0600" % (path, st.st_mode & 0o7777))
 
 
 class _Locked:
     """Context manager: lock, open for append, trim a torn tail, catch up; yields the file."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, within: str | None = None):
         self.store = store
+        self.within = within
+        self.dir_fd = None
         self.lock_f = None
         self.f = None
 
     def __enter__(self):
+        try:
+            return self._enter()
+        except BaseException:
+            if self.dir_fd is not None:  # whichever way it failed (a lock never granted, too)
+                os.close(self.dir_fd)
+                self.dir_fd = None
+            raise
+
+    def _enter(self):
         path = self.store.path
         check_path(path)
-        d = os.path.dirname(os.path.abspath(path))
-        made_dir = not os.path.isdir(d)
-        try:
-            private_dir(d)
-        except OSError as e:
-            raise EggError("%s: cannot create directory %s: %s" % (path, d, e.strerror)) from None
         lock_path = path + ".lock"
         check_path(lock_path)
+        self.dir_fd = _open_parent(path, self.within)
+        lfd = _open_in(self.dir_fd, lock_path, os.O_RDWR | os.O_CREAT)
         try:
-            lfd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        except OSError as e:
-            raise EggError("%s: cannot open lock file %s: %s" % (path, lock_path, e.strerror)) from None
+            _own(lock_path, lfd, None)
+        except BaseException:
+            os.close(lfd)
+            raise
         import portalocker  # imported here: its import costs readers (hooks) ~20 ms they need not pay
 
         self.lock_f = os.fdopen(lfd, "r+b")
@@ -421,14 +532,14 @@ class _Locked:
                     raise EggError("%s: timed out after %.0f s waiting for the lock %s" % (path, LOCK_TIMEOUT_S, lock_path)) from None
                 _time.sleep(0.005)
         try:
-            created = not os.path.exists(path)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            try:
+                fd, created = _open_in(self.dir_fd, path, os.O_RDWR | os.O_CREAT | os.O_EXCL), True
+            except FileExistsError:
+                fd, created = _open_in(self.dir_fd, path, os.O_RDWR), False
             self.f = os.fdopen(fd, "r+b")
+            _own(path, fd, self.store.note)
             if created:
-                os.fchmod(fd, 0o600)
-                fsync_dir(d)
-                if made_dir:
-                    fsync_dir(os.path.dirname(d))
+                fsync_fd(self.dir_fd)
             self.store._read_from(self.f)  # validate first: a damaged file is never changed
             _trim_torn_tail(self.f)
         except BaseException:
@@ -446,6 +557,9 @@ class _Locked:
                 portalocker.unlock(self.lock_f)
             finally:
                 self.lock_f.close()
+        if self.dir_fd is not None:
+            os.close(self.dir_fd)
+            self.dir_fd = None
         return False
 
 

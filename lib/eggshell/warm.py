@@ -113,6 +113,7 @@ class Resources:
             s = self._stores[path] = Store.open(path)
         else:
             s.refresh()
+        s.note = self.log  # what a write changes besides the store (a mode tightened) goes to the hook log
         return s
 
     def turn_count(self, path: str) -> int:

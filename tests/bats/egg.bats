@@ -60,7 +60,8 @@ JSON
   [ -f .eggshell.toml ]
   grep -qx 'project = ".eggs/work.egg"' .eggshell.toml
   grep -qx 'default = "work"' .eggshell.toml
-  grep -qx '\[profiles.private\]' .eggshell.toml
+  grep -qx '\[profiles.work\]' .eggshell.toml
+  run -1 grep -q '^\[profiles.\(private\|off\)\]' .eggshell.toml  # built in: no file may redefine them
   [ "$(stat -c %a .eggs)" = 700 ]
   grep -qx '\*' .eggs/.gitignore
   grep -qx '!.gitignore' .eggs/.gitignore

@@ -246,6 +246,64 @@ def test_a_redefined_builtin_replaces_it(paths, project):
     assert cfg.profiles == ("work", "private", "off")
 
 
+# What `egg init` wrote before: the built-in private and off spelled out.
+OLD_TEMPLATE_PROFILES = '[profiles.private]\nread = ["project"]\n\n[profiles.off]\nread = []\n'
+
+
+@pytest.mark.parametrize("where", ["project", "global", "explicit"])
+@pytest.mark.parametrize(
+    "name, body, key",
+    [
+        ("off", 'read = ["project"]\nwrite = "project"\n', "write"),
+        ("off", 'read = ["project"]\n', "read"),
+        ("off", 'write = "project"\n', "write"),
+        ("off", "handoff_chars = 400\n", "handoff_chars"),
+        ("private", 'read = ["project"]\nwrite = "project"\n', "write"),
+        ("private", "read = []\n", "read"),
+        ("private", 'read = ["project"]\nlocal_union = false\n', "local_union"),
+    ],
+)
+def test_builtin_off_and_private_cannot_be_redefined(paths, project, tmp_path, where, name, body, key):
+    text = "[profiles.%s]\n%s" % (name, body)
+    env = {}
+    if where == "project":
+        write_project(project, text)
+        path = str(project / PROJECT_CONFIG)
+    elif where == "global":
+        write_global(paths, text)
+        path = paths.global_config
+    else:
+        path = str(tmp_path / "mine.toml")
+        with open(path, "w") as f:
+            f.write(text)
+        env = {"EGGSHELL_CONFIG": path}
+    with pytest.raises(ConfigError) as e:
+        config.load(paths, str(project), env=env)
+    msg = str(e.value)
+    assert msg.startswith("%s: [profiles.%s]: %r = " % (path, name, key)), msg
+    assert "is built in" in msg and "cannot be redefined" in msg
+
+
+@pytest.mark.parametrize("where", ["project", "global"])
+def test_a_definition_identical_to_the_builtin_is_accepted_and_changes_nothing(paths, project, where):
+    write_project(project, 'read = ["shared/team.egg"]\n' + (OLD_TEMPLATE_PROFILES if where == "project" else ""))
+    if where == "global":
+        write_global(paths, OLD_TEMPLATE_PROFILES)
+    cfg = config.load(paths, str(project))
+    w, team = str(project / ".eggs" / "work.egg"), str(project / "shared" / "team.egg")
+    assert cfg.profile_defs == ()
+    assert cfg.profiles == ("work", "private", "off")
+    assert cfg.selection("private") == Selection("private", True, (w, team), None, 8000, True)  # the built-in, legacy reads too
+    assert cfg.selection("off") == Selection("off", False, (), None, 8000, True)
+    write_project(project, config.PROJECT_TEMPLATE + OLD_TEMPLATE_PROFILES)  # an existing project, a global file spelling them out too
+    write_global(paths, OLD_TEMPLATE_PROFILES)
+    assert config.load(paths, str(project)).profiles == ("work", "private", "off")
+
+
+def test_the_template_no_longer_spells_out_off_and_private():
+    assert "[profiles.off]" not in config.PROJECT_TEMPLATE and "[profiles.private]" not in config.PROJECT_TEMPLATE
+
+
 def test_eggs_project_names_the_builtin_egg(paths, project):
     write_project(project, '[eggs]\nproject = "mem/main.egg"\n')
     cfg = config.load(paths, str(project))
@@ -538,6 +596,105 @@ def test_find_project(tmp_path):
     # a directory named like the config file does not make a project
     (tmp_path / "a" / "b" / PROJECT_CONFIG).mkdir()
     assert find_project(str(tmp_path / "a" / "b")) == str(tmp_path / "a")
+
+
+def test_find_project_stops_at_the_repository_root(tmp_path):
+    (tmp_path / PROJECT_CONFIG).write_text("")
+    work = tmp_path / "repo" / "src"
+    work.mkdir(parents=True)
+    assert find_project(str(work)) == str(tmp_path)
+    (tmp_path / "repo" / ".git").mkdir()
+    assert find_project(str(work)) is None  # a file above the repository is not this repository's
+    (tmp_path / "repo" / PROJECT_CONFIG).write_text("")
+    assert find_project(str(work)) == str(tmp_path / "repo")  # the repository root itself is searched
+    (tmp_path / "wt").mkdir()
+    (tmp_path / "wt" / ".git").write_text("gitdir: elsewhere\n")  # a worktree's .git is a file
+    assert find_project(str(tmp_path / "wt")) is None
+
+
+def test_find_project_stops_at_home(tmp_path):
+    (tmp_path / PROJECT_CONFIG).write_text("")
+    home = tmp_path / "home"
+    (home / "scratch").mkdir(parents=True)
+    assert find_project(str(home / "scratch"), home=str(home)) is None
+    assert find_project(str(home / "scratch"), home=str(tmp_path / "elsewhere")) == str(tmp_path)
+    (home / PROJECT_CONFIG).write_text("")
+    assert find_project(str(home / "scratch"), home=str(home)) == str(home)
+
+
+def test_find_project_stops_at_a_directory_that_is_not_yours(tmp_path):
+    (tmp_path / PROJECT_CONFIG).write_text("")
+    theirs = tmp_path / "theirs"
+    (theirs / "mine").mkdir(parents=True)
+    os.chown(theirs, NOBODY, NOGROUP)
+    assert find_project(str(theirs / "mine")) is None  # their directory is the last one searched
+    (theirs / PROJECT_CONFIG).write_text("")
+    assert find_project(str(theirs / "mine")) == str(theirs)  # found, and refused when read (below)
+
+
+# -- who may have written a config file ------------------------------------------------------------
+
+NOBODY, NOGROUP = 65534, 65534
+
+
+def sticky_tmp(tmp_path):
+    """A directory like /tmp: world-writable, sticky, root's."""
+    d = tmp_path / "tmp"
+    d.mkdir()
+    d.chmod(0o1777)
+    return d
+
+
+@pytest.mark.parametrize(
+    "setup, why",
+    [
+        (lambda f: os.chown(f, NOBODY, NOGROUP), "another user owns it (owner nobody (uid 65534), mode 0644)"),
+        (lambda f: f.chmod(0o666), "every user can write it (owner root (uid 0), mode 0666)"),
+        (lambda f: (os.chown(f, 0, NOGROUP), f.chmod(0o664)), "group nogroup (gid 65534) can write it (owner root (uid 0), mode 0664)"),
+    ],
+)
+@pytest.mark.parametrize("where", ["project", "global", "explicit"])
+def test_a_config_file_someone_else_could_write_is_refused(paths, project, tmp_path, where, setup, why):
+    if where == "project":
+        f, env = project / PROJECT_CONFIG, {}
+    elif where == "global":
+        f, env = tmp_path / "prefix" / "config" / "eggshell" / "config.toml", {}
+        f.parent.mkdir(parents=True)
+    else:
+        f = tmp_path / "mine.toml"
+        env = {"EGGSHELL_CONFIG": str(f)}
+    f.write_text("top_k = 3\n")
+    f.chmod(0o664)  # an umask of 002 does this; fine in your private group (root's here: group root, no other members)
+    assert config.load(paths, str(project), env=env).top_k == 3
+    f.chmod(0o644)
+    setup(f)
+    with pytest.raises(ConfigError) as e:
+        config.load(paths, str(project), env=env)
+    msg = str(e.value)
+    assert msg.startswith("%s: refused: %s. " % (f, why)), msg
+    assert "`chown root %s && chmod go-w %s`" % (f, f) in msg and "remove it" in msg
+
+
+def test_a_config_file_in_a_directory_others_can_write_is_refused(paths, tmp_path):
+    d = tmp_path / "shared"
+    d.mkdir()
+    write_project(d, "top_k = 3\n")
+    d.chmod(0o777)  # anyone could replace the file
+    with pytest.raises(ConfigError) as e:
+        config.load(paths, str(d))
+    assert str(e.value).startswith("%s: refused: its directory %s: every user can write it (owner root (uid 0), mode 0777)"
+                                   % (d / PROJECT_CONFIG, d))
+    d.chmod(0o1777)  # sticky, like /tmp: nobody else can replace what is yours
+    assert config.load(paths, str(d)).top_k == 3
+
+
+def test_a_config_file_of_another_user_in_a_sticky_tmp_is_refused(paths, tmp_path):
+    t = sticky_tmp(tmp_path)
+    (t / "work").mkdir()
+    write_project(t, 'egg = ".eggs/work.egg"\n')
+    os.chown(t / PROJECT_CONFIG, NOBODY, NOGROUP)
+    with pytest.raises(ConfigError, match=r"refused: another user owns it \(owner nobody \(uid 65534\), mode 0644\)"):
+        config.load(paths, str(t / "work"))
 
 
 def test_private_dir_creates_owner_only_parents(tmp_path):

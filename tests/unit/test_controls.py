@@ -11,7 +11,7 @@ import pytest
 from eggshell import cli, config, controls
 from eggshell.chat import Chat, ChatControl
 from eggshell.journal import Journal
-from eggshell.paths import PROJECT_CONFIG, from_env
+from eggshell.paths import PROJECT_CONFIG, from_env, private_dir
 from eggshell.records import turn_views
 from eggshell.save import save_turn
 from eggshell.store import Store
@@ -168,7 +168,7 @@ def test_off_and_on(egg):
 def test_off_works_with_a_corrupt_config_and_state(egg):
     (egg.proj / PROJECT_CONFIG).write_text("this is [not toml\n")
     chat = egg.chat()
-    os.makedirs(os.path.dirname(chat.path), exist_ok=True)
+    private_dir(os.path.dirname(chat.path))  # 0700, as Eggshell makes it (a looser data root gets a note)
     with open(chat.path, "w") as f:
         f.write("{garbage")
     rc, out, err = egg("off")

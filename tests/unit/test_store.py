@@ -701,6 +701,82 @@ def test_a_directory_is_not_an_egg(tmp_path):
         Store(str(d)).commit([OUT])
 
 
+# -- whose store: owner, mode, the path at write time (issue 10, section 5) ---------------------------
+
+NOBODY = 65534
+
+
+@pytest.mark.parametrize(
+    "spoil, refused, why",
+    [
+        (lambda p: os.chown(p, NOBODY, NOBODY), "work.egg", "another user owns it (owner nobody (uid 65534), mode 0600)"),
+        (lambda p: os.chmod(p, 0o666), "work.egg", "every user can write it (owner root (uid 0), mode 0666)"),
+        (lambda p: (os.chown(p, 0, NOBODY), os.chmod(p, 0o660)), "work.egg", "group nogroup (gid 65534) can write it"),
+        (lambda p: os.chown(p + ".lock", NOBODY, NOBODY), "work.egg.lock", "another user owns it (owner nobody (uid 65534)"),
+        (lambda p: os.chown(os.path.dirname(p), NOBODY, NOBODY), "", "another user owns it (owner nobody (uid 65534), mode 0700)"),
+        (lambda p: os.chmod(os.path.dirname(p), 0o777), "", "every user can write it (owner root (uid 0), mode 0777)"),
+    ],
+)
+def test_a_store_someone_else_could_write_is_never_written(egg, spoil, refused, why):
+    Store.open(egg).commit([OUT])
+    spoil(egg)
+    before = read_bytes(egg)
+    with pytest.raises(EggError) as e:
+        Store.open(egg).commit([outcome(1)])
+    target = os.path.join(os.path.dirname(egg), refused) if refused else os.path.dirname(egg)
+    assert str(e.value).startswith("%s: refused: %s" % (target, why)), str(e.value)
+    assert "`chown root %s && chmod %s %s`" % (target, "700" if not refused else "600", target) in str(e.value)
+    assert read_bytes(egg) == before
+
+
+def test_a_loose_store_is_made_0600_at_the_next_write_with_a_note(egg, capsys):
+    s = Store.open(egg)
+    s.commit([OUT])
+    os.chmod(egg, 0o644)  # a git clone
+    s.commit([outcome(1)])
+    assert stat.S_IMODE(os.stat(egg).st_mode) == 0o600
+    assert capsys.readouterr().err == "eggshell: note: %s: was mode 0644 (others could read every recorded turn); set to 0600\n" % egg
+    notes = []
+    s.note = notes.append  # a hook or the manager logs it instead
+    os.chmod(egg, 0o640)
+    s.commit([outcome(2)])
+    assert notes == ["%s: was mode 0640 (others could read every recorded turn); set to 0600" % egg]
+    import pickle
+
+    assert "note" not in pickle.loads(pickle.dumps(s)).__dict__  # a snapshot keeps no process's logger
+
+
+def test_a_directory_below_the_project_swapped_for_a_symlink_is_never_written_through(tmp_path):
+    root = tmp_path / "proj"
+    path = str(root / "a" / "b" / "work.egg")
+    root.mkdir()
+    s = Store.open(path)
+    s.commit([OUT], within=str(root))  # missing directories are made, 0700
+    assert stat.S_IMODE(os.stat(root / "a").st_mode) == 0o700
+    outside = tmp_path / "outside"
+    (outside / "b").mkdir(parents=True)
+    os.rename(root / "a", tmp_path / "a-moved")
+    os.symlink(outside, root / "a")
+    with pytest.raises(EggError, match=r"a is a symbolic link or not a directory \(was it replaced after the turn began\?\)"):
+        s.commit([outcome(1)], within=str(root))
+    assert os.listdir(outside / "b") == []
+    os.unlink(root / "a")
+    os.symlink(tmp_path / "a-moved", root / "a")  # even a link back to the real directory: the path is what the project says
+    with pytest.raises(EggError, match="symbolic link or not a directory"):
+        s.commit([outcome(1)], within=str(root))
+    assert Store.open(str(tmp_path / "a-moved" / "b" / "work.egg")).graph.commits.keys() == s.graph.commits.keys()
+
+
+def test_the_project_root_itself_may_be_reached_through_a_link(tmp_path):
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "alias")  # the user's own way to the project
+    root = str(tmp_path / "alias")
+    s = Store.open(os.path.join(root, ".eggs", "work.egg"))
+    s.commit([OUT], within=root)
+    s.commit([outcome(1)], within=root)
+    assert len(Store.open(str(tmp_path / "real" / ".eggs" / "work.egg")).graph.commits) == 2
+
+
 # -- refresh: resuming from a byte offset -------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ import os
 from collections import namedtuple
 
 from ..journal import Journal, sealed, turn_record
-from ..paths import Paths, find_project
+from ..paths import Paths, UnsafePath, find_project, store_problem
 
 # Each event is its own process: modules an event does not need are imported inside it.
 
@@ -97,6 +97,9 @@ def _selection(cfg, paths: Paths, session: str, turn: str) -> dict | None:
     from ..chat import Chat
 
     sel = Chat(paths.state_dir, session, _log(paths, "chat state")).begin_turn(cfg, turn)
+    problem = store_problem(sel.write) if sel.write is not None else None
+    if problem is not None:  # journal nothing for a store it may not be written to
+        raise UnsafePath(problem)
     return sel.to_json() if sel.enabled else None
 
 
