@@ -280,6 +280,13 @@ def _inside_project(path: str, what: str, value: str) -> str:
     if not _within(real_root, os.path.realpath(os.path.dirname(p))) and os.path.realpath(os.path.dirname(p)) != real_root:
         raise ConfigError("%s: %s = %r goes through a symbolic link that leaves the project %s; use a real directory "
                           "inside the project" % (path, what, value, root))
+    d = root
+    for part in os.path.relpath(os.path.dirname(p), root).split(os.sep):
+        d = os.path.join(d, part)
+        if part not in (".", "") and os.path.islink(d):  # saves never follow one (store._open_parent): say so now
+            raise ConfigError("%s: %s = %r goes through the symbolic link %s; stores are written only through real "
+                              "directories below the project root: name %s instead" % (
+                                  path, what, value, d, os.path.relpath(os.path.realpath(d), real_root)))
     return p
 
 

@@ -411,11 +411,14 @@ def test_project_egg_through_a_symlink_that_leaves_the_project_is_refused(paths,
         with pytest.raises(ConfigError, match="symbolic link that leaves the project") as e:
             config.load(paths, str(project))
         assert str(e.value).startswith(str(project / PROJECT_CONFIG) + ": %s = " % key)
-    # a symlink that stays inside is fine
+    # one that stays inside is refused too (a save never follows a link below the root), naming the real directory
     (project / "real").mkdir()
     (project / "inner").symlink_to(project / "real")
     write_project(project, 'egg = "inner/work.egg"\n')
-    assert config.load(paths, str(project)).write_egg == str(project / "inner" / "work.egg")
+    with pytest.raises(ConfigError, match="goes through the symbolic link %s; .* name real instead" % (project / "inner")):
+        config.load(paths, str(project))
+    write_project(project, 'egg = "real/work.egg"\n')
+    assert config.load(paths, str(project)).write_egg == str(project / "real" / "work.egg")
 
 
 def test_a_project_under_a_symlinked_directory_is_fine(paths, tmp_path):
