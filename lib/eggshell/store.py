@@ -192,9 +192,10 @@ class Graph:
             self.forgets[f.id] = f
             self.forgotten_roots.update(f.roots)
             self.forgotten_turns.update(f.turns)
-        if self.forgotten_roots or self.forgotten_turns:
+        forgetting = bool(self.forgotten_roots or self.forgotten_turns)
+        if forgetting:
             self._note_pins(fresh)
-        gone = self.hides([(r, self.nodes[r]) for r in fresh]) if fresh else set()
+        gone = self.hides([(r, self.nodes[r]) for r in fresh]) if fresh and forgetting else set()
         for r, c in fresh.items():
             if r in gone:
                 self.hidden.setdefault(r, c)

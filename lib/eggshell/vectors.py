@@ -5,9 +5,10 @@ model id and the full window text are byte-for-byte equal: the window digest onl
 a candidate row, the stored text decides. Vectors live in immutable segments, one per
 `put` batch, each written by one process and committed by renaming its `.meta` into
 place after the data is fsynced, so concurrent writers need no lock and a crash loses at
-most the batch in flight. Only `compact` takes a lock. A process keeps everything it can
+most the batch in flight. Only `compact` and `purge` take a lock. A process keeps everything it can
 see in one growing float32 matrix, so ranking is one matrix product with no copy per
-query; row numbers only ever grow, so they stay valid for the life of a `VectorCache`.
+query; row numbers only ever grow, so they stay valid for the life of a `VectorCache` (until
+a purge: see `epoch`).
 
 Layout (format version 1, all numbers little-endian, all files 0600):
 
