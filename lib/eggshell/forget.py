@@ -35,6 +35,7 @@ from .turns import INTERRUPTED, RECEIPT_MARK, REMAINDER_MARKER
 from .values import Apply, Atom, Op, Value, walk
 
 MENTION_MIN = 8  # shorter forgotten texts ("ok", "0\n") are too common to clear a chat's handoff for
+LINE_MIN = 16  # a cached window holding a whole forgotten line this long is purged even if no known form has it
 
 
 @dataclass(frozen=True)
@@ -170,9 +171,15 @@ class Forgotten:
         return bool(s) and (any(k in s for k in self.keys) or any(t in s for t in self.texts))
 
     def window_dropper(self) -> Callable[[str], bool]:
-        """Whether a cached window was cut from a forgotten turn's text (it is a substring of one of its forms)."""
+        """Whether a cached window was cut from a forgotten turn's text: a substring of one of its
+        forms, or (should a form be missing: another version's text) holding a whole line of one."""
         joined = "\0\0".join(self.forms)
-        return lambda w: bool(w) and (w in joined or self.mentions(w))
+        lines = {ln for t in self.texts for ln in t.splitlines() if len(ln.strip()) >= LINE_MIN}
+
+        def drop(w: str) -> bool:
+            return bool(w) and (w in joined or any(ln in lines for ln in w.splitlines()))
+
+        return drop
 
 
 def _forms(g: Graph, pairs: set[tuple[str, str]]) -> list[str]:

@@ -280,6 +280,45 @@ def test_a_cold_start_from_a_snapshot_does_not_serve_a_deleted_store(egg, store)
     assert cold.turn_count(store.path) == 0
 
 
+def test_a_cold_start_from_a_snapshot_does_not_serve_a_forgotten_turn(egg, store):
+    from eggshell.warm import Resources
+
+    data = str(egg.tmp / "data")
+    warm = Resources(data, "/nonexistent", warm=True)
+    warm.workspace((store.path,))
+    warm.turn_count(store.path)
+    assert warm.save_snapshots() == 1
+    assert egg("forget", view(store, "t1").key, "--egg", store.path)[0] == 0
+    cold = Resources(data, "/nonexistent", warm=False)
+    served = [c.outcome.as_text() for c in cold.workspace((store.path,)).corpus.candidates]
+    assert served and FEE_OUT not in served and "TOKEN=%s\n" % SECRET not in served
+    assert cold.turn_count(store.path) == 1
+
+
+def test_a_warm_backfill_never_embeds_a_turn_forgotten_since_the_last_prompt(egg, tmp_path):
+    """The manager embeds between requests from its searchers' candidates: they must be current."""
+    from eggshell import config
+    from eggshell.paths import from_env
+    from eggshell.warm import Resources
+
+    assert egg("init")[0] == 0
+    path = str(egg.cwd / ".eggs" / "work.egg")
+    s = Store.open(path)
+    save_turn(s, t_fee())
+    save_turn(s, t_docker())
+    paths = from_env()
+    res = Resources(paths.data_root, paths.bin_dir, warm=True)
+    searcher = res.searcher(config.load(paths, str(egg.cwd)), (path,))
+    searcher._refresh()  # as after the last prompt: both turns are candidates
+    assert len(searcher.candidates) == 2
+    assert egg("forget", view(s, "t1").key)[0] == 0
+    assert res.backfill(limit=64) > 0  # the docker turn
+    res.close()
+    root = vectors.vectors_root(paths.data_root)
+    held = [os.path.join(d, n) for d, _, names in os.walk(root) for n in names if n.endswith(".txt")]
+    assert held and not any(SECRET.encode() in read_bytes(p) or b"late_fee" in read_bytes(p) for p in held)
+
+
 # -- 5. the purge -------------------------------------------------------------------------------------
 
 
@@ -326,7 +365,8 @@ def test_purge_removes_copies_from_the_vector_cache_journal_chat_state_and_snaps
     text = searchable_text(fee)
     interrupted = searchable_text(fee.__class__(fee.id, fee.session, fee.turn, fee.cwd, fee.prompt, None, fee.tools[:1],
                                                 fee.time, fee.store))  # as saved while it ran
-    forgotten = [text, text[10:60], interrupted, interrupted[-30:]]  # windows are substrings of one of its texts
+    forgotten = [text, text[10:60], interrupted, interrupted[-30:],  # windows are substrings of one of its texts
+                 "a layout no form has\nTOKEN=%s\nand more" % SECRET]  # or hold a whole line of them
     kept = [searchable_text(view(store, "t2")), "nothing to do with it"]
     root = vectors.vectors_root(data)
     vectors.VectorCache(root, MODEL, DIM, log=lambda m: None).put(forgotten + kept, vecs_for(forgotten + kept))
@@ -350,7 +390,7 @@ def test_purge_removes_copies_from_the_vector_cache_journal_chat_state_and_snaps
     assert Chat(state, "chat-1").load().last_handoff == ""  # cleared by the forget already
     rc, out, err = egg("compact", "--purge", store.path)
     assert rc == 0, err
-    assert "1 journal file, 5 cached windows (2 segments rewritten)" in out and "1 snapshot removed" in out
+    assert "1 journal file, 6 cached windows (2 segments rewritten)" in out and "1 snapshot removed" in out
 
     fresh = vectors.VectorCache(root, MODEL, DIM, log=lambda m: None)
     fresh.refresh()
