@@ -266,7 +266,8 @@ def test_a_deleted_store_is_dropped_and_a_replaced_one_read_again_by_warm_reader
     assert [h.turn for h in searcher.search("late_fee")] == ["x2"] and res.turn_count(store.path) == 2
 
 
-def test_a_cold_start_from_a_snapshot_does_not_serve_a_deleted_store(egg, store):
+def cold_after_snapshot(egg, store, change):
+    """A cold Resources that starts from the snapshot a warm one wrote before `change()`."""
     from eggshell.warm import Resources
 
     data = str(egg.tmp / "data")
@@ -274,25 +275,24 @@ def test_a_cold_start_from_a_snapshot_does_not_serve_a_deleted_store(egg, store)
     warm.workspace((store.path,))
     warm.turn_count(store.path)
     assert warm.save_snapshots() == 1
-    os.unlink(store.path)
+    change()
     cold = Resources(data, "/nonexistent", warm=False)
+    assert cold._adopt((store.path,)) is None and cold._live  # it did start from the snapshot
+    return cold
+
+
+def test_a_cold_start_from_a_snapshot_does_not_serve_a_deleted_store(egg, store):
+    cold = cold_after_snapshot(egg, store, lambda: os.unlink(store.path))
     assert cold.workspace((store.path,)).corpus.candidates == []
     assert cold.turn_count(store.path) == 0
 
 
 def test_a_cold_start_from_a_snapshot_does_not_serve_a_forgotten_turn(egg, store):
-    from eggshell.warm import Resources
-
-    data = str(egg.tmp / "data")
-    warm = Resources(data, "/nonexistent", warm=True)
-    warm.workspace((store.path,))
-    warm.turn_count(store.path)
-    assert warm.save_snapshots() == 1
-    assert egg("forget", view(store, "t1").key, "--egg", store.path)[0] == 0
-    cold = Resources(data, "/nonexistent", warm=False)
+    cold = cold_after_snapshot(egg, store, lambda: egg("forget", view(store, "t1").key, "--egg", store.path))
     served = [c.outcome.as_text() for c in cold.workspace((store.path,)).corpus.candidates]
     assert served and FEE_OUT not in served and "TOKEN=%s\n" % SECRET not in served
     assert cold.turn_count(store.path) == 1
+    assert view(store, "t1") is None
 
 
 def test_a_warm_backfill_never_embeds_a_turn_forgotten_since_the_last_prompt(egg, tmp_path):
