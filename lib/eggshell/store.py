@@ -670,20 +670,41 @@ def write_compact(path: str, header: ef.Header, graphs: list[Graph], *, purge: b
 
 
 def _purged(g: Graph) -> tuple[dict[str, ef.Commit], dict[str, ef.Unlink]]:
-    """The commits and unlinks of a graph without its forgotten roots (see write_compact)."""
+    """The commits and unlinks of a graph without its forgotten roots (see write_compact).
+
+    Each live root is kept once, in the first commit holding it, unless that commit is a
+    forgotten turn's (an All another turn pins too): then in the commit of a live Receipt
+    pinning it, so no commit line keeps a forgotten turn's session and turn ids.
+    """
     gone = g.forgotten()
+    home = {r: c.id for r, c in g.root_ids.items()}
+    moved: dict[str, list[str]] = {}
+    of_forgotten = {c.id for c in g.commits.values()
+                    if (content_hex(Atom.text(c.session)), content_hex(Atom.text(c.turn))) in g.forgotten_turns}
+    for r, c in g.root_ids.items():
+        if c.id in of_forgotten:
+            pins = [p for p in (g._pins or {}).get(r, ()) if p in g.root_ids]
+            home[r] = g.root_ids[pins[0]].id if pins else ""
+            moved.setdefault(home[r], []).append(r)
     commits: dict[str, ef.Commit] = {}
     for c in g.commits.values():
-        roots = tuple(r for r in c.roots if getattr(g.root_ids.get(r), "id", None) == c.id)  # each live root once
+        roots = tuple(moved.get(c.id, []) + [r for r in c.roots if home.get(r) == c.id])
         unions = tuple(p for p in c.unions if p[0] not in gone and p[1] not in gone)
         if not roots and not unions:
             continue
         if (roots, unions) != (c.roots, c.unions):
-            c = ef.Commit("", c.time, c.session, c.turn, roots, unions)
-            c = ef.Commit(ef.commit_id(c), c.time, c.session, c.turn, c.roots, c.unions)
+            c = _commit(c.time, c.session, c.turn, roots, unions)
+        commits[c.id] = c
+    if moved.get(""):  # only in a hand-made store: what Eggshell commits there, live, is an All a live Receipt pins
+        c = _commit(min(g.root_ids[r].time for r in moved[""]), "", "", tuple(moved[""]), ())
         commits[c.id] = c
     unlinks = {i: u for i, u in g.unlinks.items() if u.pair[0] not in gone and u.pair[1] not in gone}
     return commits, unlinks
+
+
+def _commit(time: str, session: str, turn: str, roots: tuple[str, ...], unions: tuple[tuple[str, str], ...]) -> ef.Commit:
+    c = ef.Commit("", time, session, turn, roots, unions)
+    return ef.Commit(ef.commit_id(c), time, session, turn, roots, unions)
 
 
 def compact(path: str, *, purge: bool = False, before: Callable[[Graph], None] | None = None) -> tuple[int, int]:

@@ -174,10 +174,15 @@ def test_an_all_shared_with_a_live_turn_stays_live(egg, store):
     save_turn(store, again)
     first = [v for v in turn_views(store.graph) if v.session == "sess-a"][0]
     assert egg("forget", first.key, "--egg", store.path)[0] == 0
-    s = Store.open(store.path)
-    assert [v.session for v in turn_views(s.graph) if v.turn == "t1"] == ["sess-c"]
-    alls = workspace([s.graph]).alls
-    assert any(a.args[0].target == Atom.text("where is late_fee computed?") for a in alls)
+    for purged in (False, True):
+        s = Store.open(store.path)
+        assert [v.session for v in turn_views(s.graph) if v.turn == "t1"] == ["sess-c"]
+        alls = workspace([s.graph]).alls
+        assert any(a.args[0].target == Atom.text("where is late_fee computed?") for a in alls)
+        if not purged:
+            assert egg("compact", "--purge", store.path)[0] == 0
+    assert b"sess-a" not in read_bytes(store.path)  # the All moved to the live turn's commit
+    assert egg("fsck", store.path)[0] == 0
 
 
 # -- 3. a tool outcome, an evidence key, --match, exit codes -----------------------------------------
