@@ -215,7 +215,9 @@ def scrub(state_dir: str, mentions: Callable[[str], bool], log: Callable[[str], 
 
     `egg forget` and `egg compact --purge` call this: the copy `egg graph` prints is the
     one place a handoff's text outlives the store. A set-aside or half-written control
-    file that mentions it is removed. Returns how many files changed.
+    file that mentions it is removed. Returns how many files changed; raises ChatBusy
+    (after doing all the others) if a chat's lock stayed held, so the caller can say to
+    run it again.
     """
     d = os.path.join(state_dir, "chats")
     try:
@@ -223,6 +225,7 @@ def scrub(state_dir: str, mentions: Callable[[str], bool], log: Callable[[str], 
     except FileNotFoundError:
         return 0
     changed = 0
+    busy: list[str] = []
     for name in names:
         p = os.path.join(d, name)
         if name.endswith(".control.json"):
@@ -230,7 +233,11 @@ def scrub(state_dir: str, mentions: Callable[[str], bool], log: Callable[[str], 
             ctl = chat.peek()
             if ctl is None or not (mentions(ctl.last_handoff) or mentions(ctl.last_reason)):
                 continue
-            chat.update(lambda c: replace(c, last_handoff="", last_reason="") if mentions(c.last_handoff) or mentions(c.last_reason) else c)
+            try:
+                chat.update(lambda c: replace(c, last_handoff="", last_reason="") if mentions(c.last_handoff) or mentions(c.last_reason) else c)
+            except ChatBusy as e:
+                busy.append(str(e))
+                continue
             changed += 1
         elif ".control.json." in name and not name.endswith(".lock"):  # .corrupt-<ns>, <pid>.tmp
             try:
@@ -246,4 +253,6 @@ def scrub(state_dir: str, mentions: Callable[[str], bool], log: Callable[[str], 
             if mentions(text):
                 os.unlink(p)
                 changed += 1
+    if busy:
+        raise ChatBusy("; ".join(busy))
     return changed

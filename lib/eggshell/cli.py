@@ -410,27 +410,38 @@ def cmd_forget(a, paths: Paths) -> int:
         plans = [(s, forget.by_key(s.graph, nid)) for s in stores if nid in s.graph.nodes and nid not in s.graph.forgotten()]
         if not plans:
             say("already forgotten: %s (nothing written); `egg compact --purge` removes it from the file" % a.key)
+            _scrub_chats(paths, stores)
             return 0
         if not any(t for _, t in plans):
             raise CliError("%s is not a turn, a tool outcome or an evidence key (`egg show %s` says what it is); "
                            "`egg forget --match TEXT` forgets every turn holding a text" % (a.key, a.key), 1)
-    gone = forget.Forgotten()
     for s, targets in plans:
         if not targets:
             continue
         t = s.forget([r for x in targets for r in x.roots], [p for x in targets for p in x.turns])
         for x in targets:
             say("%s %s in %s" % ("forgot" if t is not None else "already forgotten:", x.what, s.path))
-        gone.add(s.graph)
-    from .chat import scrub
-
-    cleared = scrub(paths.state_dir, gone.mentions, lambda m: print("egg forget: %s" % m, file=sys.stderr))
-    if cleared:
-        say("cleared the last handoff of %d chat%s that held it" % (cleared, "" if cleared == 1 else "s"))
     files = " ".join(shlex.quote(s.path) for s, t in plans if t)
     say("No reader serves it any more (the warm manager included). Its text stays in the file, the vector cache and "
         "the manager's snapshots until `egg compact --purge %s`." % files)
+    _scrub_chats(paths, [s for s, t in plans if t])
     return 0
+
+
+def _scrub_chats(paths: Paths, stores: list[Store]) -> None:
+    """Clear the last handoff (what `egg graph` prints) of every chat that holds something these stores forgot."""
+    from .chat import ChatBusy, scrub
+    from .forget import Forgotten
+
+    gone = Forgotten()
+    for s in stores:
+        gone.add(s.graph)
+    try:
+        cleared = scrub(paths.state_dir, gone.mentions, lambda m: print("egg forget: %s" % m, file=sys.stderr))
+    except ChatBusy as e:
+        raise CliError("%s: that chat's last handoff still holds it; run this again to clear it" % e, 1)
+    if cleared:
+        say("cleared the last handoff of %d chat%s that held it" % (cleared, "" if cleared == 1 else "s"))
 
 
 # -- maintenance -------------------------------------------------------------------------
@@ -496,7 +507,12 @@ def _purge(path: str, paths: Paths) -> None:
         done.append(forget.purge_data_root(paths, gone, lambda m: print("egg compact: %s" % m, file=sys.stderr)))
         forget.remove_leftovers(path)
 
-    lines_before, lines_after = compact(path, purge=True, before=before)
+    from .chat import ChatBusy
+
+    try:
+        lines_before, lines_after = compact(path, purge=True, before=before)
+    except ChatBusy as e:
+        raise CliError("%s: %s was not rewritten; run this again" % (e, path), 1)
     snapshots = forget.remove_snapshots(paths.data_root)  # one a manager wrote meanwhile held the old file
     roots, p = done
     say("%s: purged %d forgotten record%s, %d lines -> %d" % (path, roots, "" if roots == 1 else "s", lines_before, lines_after))

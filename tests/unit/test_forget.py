@@ -227,6 +227,32 @@ def test_forget_match_forgets_every_turn_holding_the_text(egg, store):
     assert rc == 1 and "no recorded turn contains" in err
 
 
+def test_a_chat_whose_lock_is_held_is_reported_and_cleared_by_running_again(egg, store):
+    import subprocess
+    import sys
+
+    state = str(egg.tmp / "data" / "state")
+    chat = Chat(state, "chat-1")
+    chat.delivered("EVIDENCE\nTOKEN=%s\n" % SECRET, "")
+    holder = subprocess.Popen([sys.executable, "-c", "import portalocker, sys, time\n"
+                               "f = open(sys.argv[1], 'a'); portalocker.lock(f, portalocker.LOCK_EX); print('held', flush=True); time.sleep(60)",
+                               chat.path + ".lock"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        key = view(store, "t1").key
+        rc, out, err = egg("forget", key, "--egg", store.path)
+        assert rc == 1 and out.startswith("forgot turn ") and "run this again" in err
+        rc, _, err = egg("compact", "--purge", store.path)
+        assert rc == 1 and "was not rewritten" in err and SECRET.encode() in read_bytes(store.path)
+    finally:
+        holder.kill()
+        holder.wait()
+    rc, out, _ = egg("forget", key, "--egg", store.path)
+    assert rc == 0 and "already forgotten" in out and "cleared the last handoff of 1 chat" in out
+    assert chat.load().last_handoff == ""
+    assert egg("compact", "--purge", store.path)[0] == 0 and SECRET.encode() not in read_bytes(store.path)
+
+
 def test_forget_usage_errors_and_unknown_keys(egg, store):
     assert egg("forget", "--egg", store.path)[0] == 2
     assert egg("forget", "abc", "--match", "x", "--egg", store.path)[0] == 2
