@@ -433,9 +433,7 @@ def _scrub_chats(paths: Paths, stores: list[Store]) -> None:
     from .chat import ChatBusy, scrub
     from .forget import Forgotten
 
-    gone = Forgotten()
-    for s in stores:
-        gone.add(s.graph)
+    gone = Forgotten.of([s.graph for s in stores])
     try:
         cleared = scrub(paths.state_dir, gone.mentions, lambda m: print("egg forget: %s" % m, file=sys.stderr))
     except ChatBusy as e:
@@ -498,12 +496,11 @@ def _purge(path: str, paths: Paths) -> None:
     """Compact without forgotten content, after removing its copies from the data root (under the store's lock)."""
     from . import forget
 
-    gone = forget.Forgotten()
     done: list = []
 
     def before(g: Graph) -> None:  # while the file still holds the text to look for
         done.append(len(g.hidden))
-        gone.add(g)
+        gone = forget.Forgotten.of([g])
         done.append(forget.purge_data_root(paths, gone, lambda m: print("egg compact: %s" % m, file=sys.stderr)))
         forget.remove_leftovers(path)
 

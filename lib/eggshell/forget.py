@@ -24,7 +24,7 @@ that mentions them, and the warm manager's snapshots.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Callable
 
@@ -142,30 +142,34 @@ def by_match(g: Graph, text: str) -> list[Target]:
 # -- what a purge must find elsewhere ---------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class Forgotten:
-    """Everything forgotten roots hold, gathered from a graph before its purge."""
+    """Everything forgotten roots hold, gathered from graphs before their purge."""
 
-    keys: set[str] = field(default_factory=set)  # display keys of forgotten nodes
-    texts: set[str] = field(default_factory=set)  # their texts (MENTION_MIN or longer)
-    turns: set[tuple[str, str]] = field(default_factory=set)  # (session, turn) of turns with forgotten roots
-    forms: list[str] = field(default_factory=list)  # every searchable text those turns ever had
+    keys: frozenset[str] = frozenset()  # display keys of forgotten nodes
+    texts: frozenset[str] = frozenset()  # their texts (MENTION_MIN or longer)
+    turns: frozenset[tuple[str, str]] = frozenset()  # (session, turn) of turns with forgotten roots
+    forms: tuple[str, ...] = ()  # every searchable text those turns ever had
 
-    def add(self, g: Graph) -> None:
-        gone = g.forgotten()
-        for nid in gone | set(g.hidden):
-            self.keys.add(display_key(nid))
-            v = g.nodes[nid]
-            if isinstance(v, Atom):
-                t = _searched_text(v)
-                if len(t) >= MENTION_MIN:
-                    self.texts.add(t)
-        pairs = {p for p in (turn_key(g.nodes[r]) for r in g.hidden) if p is not None}
-        for p in pairs:
-            s, t = g.nodes.get(p[0]), g.nodes.get(p[1])
-            if isinstance(s, Atom) and isinstance(t, Atom):
-                self.turns.add((_text(s), _text(t)))
-        self.forms.extend(_forms(g, pairs))
+    @staticmethod
+    def of(graphs: list[Graph]) -> "Forgotten":
+        keys: set[str] = set()
+        texts: set[str] = set()
+        turns: set[tuple[str, str]] = set()
+        forms: list[str] = []
+        for g in graphs:
+            for nid in g.forgotten() | set(g.hidden):
+                keys.add(display_key(nid))
+                v = g.nodes[nid]
+                if isinstance(v, Atom) and len(_searched_text(v)) >= MENTION_MIN:
+                    texts.add(_searched_text(v))
+            pairs = {p for p in (turn_key(g.nodes[r]) for r in g.hidden) if p is not None}
+            for p in pairs:
+                s, t = g.nodes.get(p[0]), g.nodes.get(p[1])
+                if isinstance(s, Atom) and isinstance(t, Atom):
+                    turns.add((_text(s), _text(t)))
+            forms.extend(_forms(g, pairs))
+        return Forgotten(frozenset(keys), frozenset(texts), frozenset(turns), tuple(dict.fromkeys(forms)))
 
     def mentions(self, s: str) -> bool:
         return bool(s) and (any(k in s for k in self.keys) or any(t in s for t in self.texts))
