@@ -35,11 +35,19 @@ def private_tmp(env) -> None:
 
     Nothing Eggshell writes may land outside the prefix, the data root and the project;
     even importing portalocker probes the system temp directory with a file of its own
-    (tempfile.gettempdir). A data root that cannot be made leaves TMPDIR as it was.
+    (tempfile.gettempdir). A data root that cannot be made, or is another user's, leaves TMPDIR as it was.
     """
     from .paths import from_env, private_dir
 
-    d = os.path.join(from_env(env).data_root, "tmp")
+    root = from_env(env).data_root
+    try:
+        if os.stat(root).st_uid != os.geteuid():
+            return  # someone else's: nothing goes in there (paths.secure_data_root says why)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return
+    d = os.path.join(root, "tmp")
     try:
         private_dir(d)
     except OSError:

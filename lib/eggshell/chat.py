@@ -80,9 +80,9 @@ def turn_profile(ctl: ChatControl, cfg: Config) -> str:
 class Chat:
     """One chat's control state under `<data root>/state/chats/`."""
 
-    def __init__(self, state_dir: str, session: str, log: Callable[[str], None] | None = None):
+    def __init__(self, state_dir: str, session: str, log: Callable[[str], None] | None = None, *, path: str | None = None):
         self.session = session
-        self.path = control_path(state_dir, session)
+        self.path = path or control_path(state_dir, session)
         self.dir = os.path.dirname(self.path)
         self.log = log or (lambda m: None)
 
@@ -208,3 +208,51 @@ class Chat:
     def turn_off(self) -> ChatControl:
         """`egg off`: needs neither a readable state nor a readable config."""
         return self.update(lambda c: replace(c, enabled=False, corrupt=False, next_profile=None))
+
+
+def scrub(state_dir: str, mentions: Callable[[str], bool], log: Callable[[str], None] | None = None) -> int:
+    """Clear the last handoff (and its reason) of every chat whose copy `mentions` forgotten content.
+
+    `egg forget` and `egg compact --purge` call this: the copy `egg graph` prints is the
+    one place a handoff's text outlives the store. A set-aside or half-written control
+    file that mentions it is removed. Returns how many files changed; raises ChatBusy
+    (after doing all the others) if a chat's lock stayed held, so the caller can say to
+    run it again.
+    """
+    d = os.path.join(state_dir, "chats")
+    try:
+        names = sorted(os.listdir(d))
+    except FileNotFoundError:
+        return 0
+    changed = 0
+    busy: list[str] = []
+    for name in names:
+        p = os.path.join(d, name)
+        if name.endswith(".control.json"):
+            chat = Chat(state_dir, "", log, path=p)
+            ctl = chat.peek()
+            if ctl is None or not (mentions(ctl.last_handoff) or mentions(ctl.last_reason)):
+                continue
+            try:
+                chat.update(lambda c: replace(c, last_handoff="", last_reason="") if mentions(c.last_handoff) or mentions(c.last_reason) else c)
+            except ChatBusy as e:
+                busy.append(str(e))
+                continue
+            changed += 1
+        elif ".control.json." in name and not name.endswith(".lock"):  # .corrupt-<ns>, <pid>.tmp
+            try:
+                with open(p, "rb") as f:
+                    text = f.read().decode("utf-8", "replace")
+            except OSError:
+                continue
+            try:  # a whole JSON file holds its texts escaped: look at them as they were
+                d = json.loads(text)
+                text += "\n".join(v for v in d.values() if isinstance(v, str)) if isinstance(d, dict) else ""
+            except ValueError:
+                pass
+            if mentions(text):
+                os.unlink(p)
+                changed += 1
+    if busy:
+        raise ChatBusy("; ".join(busy))
+    return changed

@@ -291,16 +291,28 @@ def _short(v) -> str:
     return s if len(s) <= 80 else s[:79] + "…"
 
 
-def cmd_show(a, paths: Paths) -> int:
-    stores = _stores(a, paths)
-    ids = {nid: s for s in stores for nid in s.graph.nodes}
+def _visible(stores: list[Store], key: str) -> tuple[str, Store]:
+    """The node a key names and a store showing it; a forgotten one is refused (exit 1), never shown."""
     from .identity import resolve_key
 
+    ids: dict[str, Store] = {}
+    gone: dict[str, Store] = {}
+    for s in stores:
+        hidden = s.graph.forgotten()
+        for nid in s.graph.nodes:
+            (gone if nid in hidden else ids).setdefault(nid, s)
     try:
-        nid = resolve_key(a.key, ids)
+        nid = resolve_key(key, {**gone, **ids})
     except KeyError_ as e:
         raise CliError(str(e), 1)
-    store = ids[nid]
+    if nid not in ids:
+        raise CliError("%s was forgotten (`egg forget`); `egg compact --purge %s` removes it from the file" % (key, gone[nid].path), 1)
+    return nid, ids[nid]
+
+
+def cmd_show(a, paths: Paths) -> int:
+    stores = _stores(a, paths)
+    nid, store = _visible(stores, a.key)
     for t in turn_views(store.graph):
         if t.id == nid:
             say(_turn_text(t))
@@ -310,14 +322,8 @@ def cmd_show(a, paths: Paths) -> int:
 
 
 def _resolve(stores: list[Store], key: str):
-    from .identity import resolve_key
-
-    ids = {nid: st for st in stores for nid in st.graph.nodes}
-    try:
-        nid = resolve_key(key, ids)
-    except KeyError_ as e:
-        raise CliError(str(e), 1)
-    return ids[nid].graph.nodes[nid]
+    nid, store = _visible(stores, key)
+    return store.graph.nodes[nid]
 
 
 def _write_store(a, paths: Paths) -> Store:
@@ -381,6 +387,61 @@ def cmd_find(a, paths: Paths) -> int:
     return 0
 
 
+def cmd_forget(a, paths: Paths) -> int:
+    """Append a tombstone: every reader stops serving the turn or outcome at once; the purge removes it."""
+    from . import forget
+
+    if (a.key is None) == (a.match is None):
+        raise CliError("name what to forget: a KEY (from `egg show`, `egg find` or `egg why`) or --match TEXT")
+    if a.match is not None and not a.match.strip():
+        raise CliError("--match needs a text that is not blank (it would match every turn)")
+    stores = _stores(a, paths)
+    if a.match is not None:
+        plans = [(s, forget.by_match(s.graph, a.match)) for s in stores]
+        if not any(t for _, t in plans):
+            raise CliError("no recorded turn contains %r in %s" % (a.match, ", ".join(s.path for s in stores)), 1)
+    else:
+        from .identity import resolve_key
+
+        try:
+            nid = resolve_key(a.key, {n for s in stores for n in s.graph.nodes})
+        except KeyError_ as e:
+            raise CliError(str(e), 1)
+        plans = [(s, forget.by_key(s.graph, nid)) for s in stores if nid in s.graph.nodes and nid not in s.graph.forgotten()]
+        if not plans:
+            say("already forgotten: %s (nothing written); `egg compact --purge` removes it from the file" % a.key)
+            _scrub_chats(paths, stores)
+            return 0
+        if not any(t for _, t in plans):
+            raise CliError("%s is not a turn, a tool outcome or an evidence key (`egg show %s` says what it is); "
+                           "`egg forget --match TEXT` forgets every turn holding a text" % (a.key, a.key), 1)
+    for s, targets in plans:
+        if not targets:
+            continue
+        t = s.forget([r for x in targets for r in x.roots], [p for x in targets for p in x.turns])
+        for x in targets:
+            say("%s %s in %s" % ("forgot" if t is not None else "already forgotten:", x.what, s.path))
+    files = " ".join(shlex.quote(s.path) for s, t in plans if t)
+    say("No reader serves it any more (the warm manager included). Its text stays in the file, the vector cache and "
+        "the manager's snapshots until `egg compact --purge %s`." % files)
+    _scrub_chats(paths, [s for s, t in plans if t])
+    return 0
+
+
+def _scrub_chats(paths: Paths, stores: list[Store]) -> None:
+    """Clear the last handoff (what `egg graph` prints) of every chat that holds something these stores forgot."""
+    from .chat import ChatBusy, scrub
+    from .forget import Forgotten
+
+    gone = Forgotten.of([s.graph for s in stores])
+    try:
+        cleared = scrub(paths.state_dir, gone.mentions, lambda m: print("egg forget: %s" % m, file=sys.stderr))
+    except ChatBusy as e:
+        raise CliError("%s: that chat's last handoff still holds it; run this again to clear it" % e, 1)
+    if cleared:
+        say("cleared the last handoff of %d chat%s that held it" % (cleared, "" if cleared == 1 else "s"))
+
+
 # -- maintenance -------------------------------------------------------------------------
 
 
@@ -423,9 +484,39 @@ def cmd_compact(a, paths: Paths) -> int:
     for path in a.files:
         if not os.path.exists(path):
             raise CliError("%s: no such file" % path)
+        if a.purge:
+            _purge(path, paths)
+            continue
         before, after = compact(path)
         say("%s: compacted, %d lines -> %d" % (path, before, after))
     return 0
+
+
+def _purge(path: str, paths: Paths) -> None:
+    """Compact without forgotten content, after removing its copies from the data root (under the store's lock)."""
+    from . import forget
+
+    done: list = []
+
+    def before(g: Graph) -> None:  # while the file still holds the text to look for
+        done.append(len(g.hidden))
+        gone = forget.Forgotten.of([g])
+        done.append(forget.purge_data_root(paths, gone, lambda m: print("egg compact: %s" % m, file=sys.stderr)))
+        forget.remove_leftovers(path)
+
+    from .chat import ChatBusy
+
+    try:
+        lines_before, lines_after = compact(path, purge=True, before=before)
+    except ChatBusy as e:
+        raise CliError("%s: %s was not rewritten; run this again" % (e, path), 1)
+    snapshots = forget.remove_snapshots(paths.data_root)  # one a manager wrote meanwhile held the old file
+    roots, p = done
+    say("%s: purged %d forgotten record%s, %d lines -> %d" % (path, roots, "" if roots == 1 else "s", lines_before, lines_after))
+    say("data root %s: %d journal file%s, %d cached window%s (%d segment%s rewritten), %d chat handoff%s cleared, %d snapshot%s removed"
+        % (paths.data_root, p.journal, "" if p.journal == 1 else "s", p.windows, "" if p.windows == 1 else "s",
+           p.segments, "" if p.segments == 1 else "s", p.chats, "" if p.chats == 1 else "s",
+           p.snapshots + snapshots, "" if p.snapshots + snapshots == 1 else "s"))
 
 
 def cmd_merge(a, paths: Paths) -> int:
@@ -607,12 +698,20 @@ def build_parser() -> argparse.ArgumentParser:
     stores_opt(s)
     s.set_defaults(fn=cmd_find)
 
+    s = sub.add_parser("forget", help="hide a recorded turn or tool outcome from every reader at once (`egg compact --purge` then removes it)")
+    s.add_argument("key", nargs="?", help="a turn's key (egg show/find/why), a tool outcome's (TOOL KEY in egg show) or an evidence key")
+    s.add_argument("--match", metavar="TEXT", help="forget every turn whose prompt, answer or tool calls contain TEXT (case-sensitive)")
+    stores_opt(s)
+    s.set_defaults(fn=cmd_forget)
+
     s = sub.add_parser("fsck", help="check .egg files; exit 1 on damage (nothing is ever repaired)")
     s.add_argument("files", nargs="+", metavar="FILE")
     s.set_defaults(fn=cmd_fsck)
 
     s = sub.add_parser("compact", help="rewrite a store without duplicate or orphan lines (atomic)")
     s.add_argument("files", nargs="+", metavar="FILE")
+    s.add_argument("--purge", action="store_true",
+                   help="also remove what `egg forget` hid: from the file, the vector cache, the journal, chat state and snapshots")
     s.set_defaults(fn=cmd_compact)
 
     s = sub.add_parser("merge", help="combine stores into a new one (git's union merge driver also works: *.egg merge=union)")

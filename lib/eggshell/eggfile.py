@@ -9,9 +9,12 @@ is a set of records), which is what lets two copies merge by concatenation:
     {"node":ID,"op":"outcome","args":[["s",ID],["e",ID],...]}
     {"commit":ID,"time":TIME,"session":S,"turn":T,"roots":[ID,...],"unions":[[ID,ID],...]}
     {"unlink":ID,"time":TIME,"pair":[ID,ID]}  removes a persistent union
+    {"forget":ID,"time":TIME,"roots":[ID,...],"turns":[[ID,ID],...]}  a tombstone
 
-IDs are the 64-hex content ids of `identity.py`; a commit's and an unlink's id is
-the digest of its own body, so duplicated lines are recognised and counted once.
+IDs are the 64-hex content ids of `identity.py`; a commit's, an unlink's and a
+tombstone's id is the digest of its own body, so duplicated lines are recognised and
+counted once. A tombstone names only content ids (roots, and the (session, turn) Atoms
+of whole turns), never the text it hides.
 """
 
 from __future__ import annotations
@@ -71,7 +74,19 @@ class Unlink:
     pair: tuple[str, str]
 
 
-Record = Header | NodeRecord | Commit | Unlink
+@dataclass(frozen=True, slots=True)
+class Forget:
+    """A tombstone: these roots, and every root of these (session id, turn id) Atom pairs, are forgotten."""
+
+    id: str
+    time: str
+    roots: tuple[str, ...]
+    turns: tuple[tuple[str, str], ...]
+
+    __reduce__ = dataclass_reduce
+
+
+Record = Header | NodeRecord | Commit | Unlink | Forget
 
 
 def _id(x: object, what: str) -> str:
@@ -157,6 +172,15 @@ def parse_record(line: bytes | str) -> Record:
         if unlink_id(u) != u.id:
             raise RecordError("unlink id does not match the record's content")
         return u
+    if "forget" in d:
+        roots, turns = d.get("roots"), d.get("turns")
+        if not isinstance(roots, list) or not isinstance(turns, list) or set(d) != {"forget", "time", "roots", "turns"}:
+            raise RecordError('tombstone must be {"forget":ID,"time":TIME,"roots":[ID,...],"turns":[[ID,ID],...]}')
+        f = Forget(_id(d["forget"], "tombstone id"), _str(d, "time", "tombstone"), tuple(_id(r, "forgotten root id") for r in roots),
+                   tuple(_pair(t, "forgotten turn") for t in turns))
+        if forget_id(f) != f.id:
+            raise RecordError("tombstone id does not match the record's content")
+        return f
     if d.get("magic") == MAGIC:
         v = d.get("version")
         if v != VERSION:
@@ -165,7 +189,7 @@ def parse_record(line: bytes | str) -> Record:
         if not isinstance(auth, str) or not auth:
             raise RecordError("header needs an authority id")
         return Header(auth, v, str(d.get("created", "")))
-    raise RecordError("unknown record: expected a header, node, commit or unlink")
+    raise RecordError("unknown record: expected a header, node, commit, unlink or forget")
 
 
 def commit_id(c: Commit) -> str:
@@ -175,6 +199,11 @@ def commit_id(c: Commit) -> str:
 
 def unlink_id(u: Unlink) -> str:
     return hexdigest("eggshell.unlink", canonical_json({"time": u.time, "pair": list(u.pair)}))
+
+
+def forget_id(f: Forget) -> str:
+    body = {"time": f.time, "roots": list(f.roots), "turns": [list(t) for t in f.turns]}
+    return hexdigest("eggshell.forget", canonical_json(body))
 
 
 def _line(obj: dict) -> bytes:
@@ -203,3 +232,7 @@ def commit_line(c: Commit) -> bytes:
 
 def unlink_line(u: Unlink) -> bytes:
     return _line({"unlink": u.id, "time": u.time, "pair": list(u.pair)})
+
+
+def forget_line(f: Forget) -> bytes:
+    return _line({"forget": f.id, "time": f.time, "roots": list(f.roots), "turns": [list(t) for t in f.turns]})

@@ -70,6 +70,7 @@ class LiveWorkspace:
 
     def _reset(self) -> None:
         self._graphs: list = [None] * len(self.stores)
+        self._gens = [0] * len(self.stores)  # each graph's tombstone generation when indexed
         self._seen = [0] * len(self.stores)
         self._corpus = Corpus()
         self._alls: dict[Apply, None] = {}
@@ -84,10 +85,11 @@ class LiveWorkspace:
         for i, st in enumerate(self.stores):
             st.refresh()
             g = st.graph
-            if g is not self._graphs[i] and self._graphs[i] is not None:  # the file was replaced: start over
-                self._reset()
+            if self._graphs[i] is not None and (g is not self._graphs[i] or g.generation != self._gens[i]):
+                self._reset()  # the file was replaced or deleted, or a tombstone hid indexed roots: start over
                 return self._grow()
             self._graphs[i] = g
+            self._gens[i] = g.generation
             n = len(g.root_ids)
             if n > self._seen[i]:
                 fresh.extend((r, g.nodes[r]) for r in list(g.root_ids)[self._seen[i]:])

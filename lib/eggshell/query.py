@@ -81,7 +81,7 @@ class Searcher:
     def _refresh(self) -> None:
         for s in self.stores:
             s.refresh()
-        stamp = tuple((s.path, len(s.graph.commits)) for s in self.stores)
+        stamp = tuple(s.stamp() for s in self.stores)  # a replaced or deleted file, or a tombstone, changes it
         if stamp == self._stamp:
             return
         views: dict[str, TurnView] = {}

@@ -8,7 +8,7 @@ embeds new records at save time. A replayed turn adds nothing and prints nothing
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO
 
 from . import stage
@@ -37,7 +37,10 @@ def save_turn(store: Store, record: dict, root: str | None = None) -> Saved:
     c = store.commit(compiled.roots, session=t.session, turn=t.turn, within=root)
     if c is None:
         return Saved(t, None, [])
-    return Saved(t, c.id, index_items([view_of_turn(t, compiled, c.time, store.path)]))
+    view = view_of_turn(t, compiled, c.time, store.path)
+    if store.graph.hidden:  # a forgotten call of a turn still running is not embedded either
+        view = replace(view, tools=tuple(x for x in view.tools if x.id not in store.graph.hidden))
+    return Saved(t, c.id, index_items([view]))
 
 
 def run(store: Store, lines: IO[str], out: IO[str], root: str | None = None, name: str = "<stdin>") -> int:

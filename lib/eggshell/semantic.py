@@ -31,6 +31,16 @@ class SemanticIndex:
         self.query_embed_limit = QUERY_EMBED_LIMIT  # a warm manager lowers it and fills the rest while idle
         self.embedded = 0  # windows the last `ensure` embedded
         self._flat: tuple[list[str], np.ndarray, np.ndarray] | None = None  # last candidates: their rows, flattened
+        self._epoch = 0  # the cache's epoch the memos above belong to
+
+    def _sync(self) -> bool:
+        """Forget the row memos when the cache reloaded after a purge (its row numbers changed)."""
+        if self.cache.epoch == self._epoch:
+            return False
+        self._rows.clear()
+        self._flat = None
+        self._epoch = self.cache.epoch
+        return True
 
     @property
     def cache(self):
@@ -51,12 +61,16 @@ class SemanticIndex:
         not all cached yet gets the rows it has, and is completed by a later call.
         """
         cache = self.cache
+        cache.check_purge()
+        self._sync()
         if len(self._rows) > MEMO_LIMIT:
             self._rows.clear()
         todo = [t for t in dict.fromkeys(texts) if t not in self._rows]
         partial: dict[str, np.ndarray] = {}
         if todo:
             cache.refresh()
+            if self._sync():  # a purge ran just now: every memo is void, start again
+                return self.ensure(texts, progress, limit)
             wins = {t: self._windows(t) for t in todo}
             unique = list(dict.fromkeys(w for ws in wins.values() for w in ws))
             rows = cache.lookup(unique) if unique else np.zeros(0, dtype=np.int64)
@@ -99,6 +113,8 @@ class SemanticIndex:
         qwin = self._windows(query)
         if not qwin or not texts:
             return out
+        self.cache.check_purge()  # purged rows leave this process's memory before the next answer
+        self._sync()
         flat, lengths = self._flat_rows(texts)
         qv = self.encoder.embed(qwin)
         matrix = self.cache.matrix()

@@ -18,13 +18,13 @@ import sys
 import time as _time
 import uuid
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 
 from . import eggfile as ef
 from .identity import content_hex, resolve_key
 from .paths import fsync_dir, fsync_fd, private_dir, refusal, untrusted
-from .values import Apply, Atom, ShapeError, Value, union_admissible, walk
+from .values import Apply, Atom, Op, ShapeError, Value, union_admissible, walk
 
 LOCK_TIMEOUT_S = 30.0
 
@@ -70,6 +70,14 @@ class Graph:
     union_events: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # pair -> (time, +1 add | 0 unlink)
     unlinks: dict[str, ef.Unlink] = field(default_factory=dict)
     lines: int = 0
+    # Tombstones (`egg forget`): a forgotten root leaves root_ids for `hidden`, so every
+    # reader of root_ids stops seeing it; its nodes stay until `egg compact --purge`.
+    forgets: dict[str, ef.Forget] = field(default_factory=dict)
+    hidden: dict[str, ef.Commit] = field(default_factory=dict)  # forgotten root id -> first commit holding it
+    generation: int = 0  # bumped when roots that were live are forgotten: incremental readers rebuild
+    forgotten_roots: set[str] = field(default_factory=set)
+    forgotten_turns: set[tuple[str, str]] = field(default_factory=set)  # (session Atom id, turn Atom id)
+    _pins: dict[str, set[str]] | None = None  # All id -> ids of the Receipt roots pinning it (built once needed)
 
     @property
     def authority(self) -> str | None:
@@ -100,6 +108,7 @@ class Graph:
         raw: dict[str, tuple[ef.NodeRecord, int]] = {}
         commits: list[tuple[ef.Commit, int]] = []
         unlinks: list[tuple[ef.Unlink, int]] = []
+        forgets: list[ef.Forget] = []
         count = 0
         for n, line in numbered:
             count += 1
@@ -129,6 +138,8 @@ class Graph:
                     raise EggError("%s:%d: node %s differs from the stored node with the same id" % (where, n, rec.id[:12]))
             elif isinstance(rec, ef.Commit):
                 commits.append((rec, n))
+            elif isinstance(rec, ef.Forget):
+                forgets.append(rec)  # it may name roots a purge removed: nothing to resolve
             else:
                 unlinks.append((rec, n))
         if count and header is None:
@@ -159,26 +170,130 @@ class Graph:
         # Everything checked: apply.
         self.header = header
         self.nodes.update(resolved)
+        fresh: dict[str, ef.Commit] = {}
         for c, _ in sorted(commits, key=lambda cn: (cn[0].time, cn[1])):
             if c.id in self.commits:
                 continue
             self.commits[c.id] = c
             for r in c.roots:
-                self.root_ids.setdefault(r, c)
+                if r not in self.root_ids:
+                    fresh.setdefault(r, c)  # a forgotten root committed again is looked at again
             for a, b in c.unions:
                 self._union_event(_pair_key(a, b), c.time, 1)
         for u, _ in unlinks:
             if u.id not in self.unlinks:
                 self.unlinks[u.id] = u
                 self._union_event(_pair_key(*u.pair), u.time, 0)
+        self._apply(fresh, [f for f in forgets if f.id not in self.forgets])
         self.lines += count
         return count
+
+    def _apply(self, fresh: dict[str, ef.Commit], forgets: list[ef.Forget]) -> None:
+        """Add new roots and tombstones: a forgotten root goes to `hidden`, never to root_ids."""
+        for f in forgets:
+            self.forgets[f.id] = f
+            self.forgotten_roots.update(f.roots)
+            self.forgotten_turns.update(f.turns)
+        forgetting = bool(self.forgotten_roots or self.forgotten_turns)
+        if forgetting:
+            self._note_pins(fresh)
+        gone = self.hides([(r, self.nodes[r]) for r in fresh]) if fresh and forgetting else set()
+        for r, c in fresh.items():
+            if r in gone:
+                self.hidden.setdefault(r, c)
+            else:
+                self.hidden.pop(r, None)  # an All a live turn pins again
+                self.root_ids[r] = c
+        if forgets:
+            now = self.hides([(r, self.nodes[r]) for r in self.root_ids])
+            for r in [r for r in self.root_ids if r in now]:
+                self.hidden[r] = self.root_ids.pop(r)
+            if now:
+                self.generation += 1
+
+    def _note_pins(self, fresh) -> None:
+        if self._pins is None:
+            self._pins = {}
+            fresh = [*self.root_ids, *self.hidden, *fresh]
+        for r in fresh:
+            for a in _pinned_alls(self.nodes[r]):
+                self._pins.setdefault(a, set()).add(r)
+
+    def hides(self, items: list[tuple[str, Value]]) -> set[str]:
+        """Which of these roots (id, Value) the tombstones forget, the receipts among them counted.
+
+        A root is forgotten when a tombstone names it or its turn (a tool or answer Outcome
+        through its Occurrence, a Receipt directly); a turn's All (which names no turn) when
+        every Receipt pinning it is forgotten, so a forgotten turn's later commits stay hidden.
+        """
+        if not self.forgotten_roots and not self.forgotten_turns:
+            return set()
+        out: set[str] = set()
+        alls: list[str] = []
+        batch: dict[str, set[str]] = {}
+        for rid, v in items:
+            for a in _pinned_alls(v):
+                batch.setdefault(a, set()).add(rid)
+            if rid in self.forgotten_roots:
+                out.add(rid)
+            elif isinstance(v, Apply) and v.op is Op.ALL:
+                alls.append(rid)
+            elif self.forgotten_turns and turn_key(v) in self.forgotten_turns:
+                out.add(rid)
+        pins = self._pins or {}
+        for rid in alls:
+            by = pins.get(rid, set()) | batch.get(rid, set())
+            if by and all(p in out or p in self.hidden for p in by):
+                out.add(rid)
+        return out
+
+    def forgotten(self) -> set[str]:
+        """Ids of the nodes only forgotten roots reach: what `egg compact --purge` removes."""
+        if not self.hidden:
+            return set()
+        live = _reach([self.nodes[r] for r in self.root_ids])
+        return _reach([self.nodes[r] for r in self.hidden]) - live
 
     def _union_event(self, pair: tuple[str, str], when: str, kind: int) -> None:
         # Latest time wins; at equal times an unlink wins, so line order never matters.
         prior = self.union_events.get(pair)
         if prior is None or (when, -kind) > (prior[0], -prior[1]):
             self.union_events[pair] = (when, kind)
+
+
+def turn_key(v: Value) -> tuple[str, str] | None:
+    """(session Atom id, turn Atom id) of a turn's root: an Outcome through its first Occurrence, a Receipt."""
+    if not isinstance(v, Apply):
+        return None
+    if v.op is Op.RECEIPT and len(v.args) >= 2:
+        return content_hex(v.args[0].target), content_hex(v.args[1].target)
+    if v.op is Op.OUTCOME:
+        for r in v.args[2:]:
+            occ = r.target
+            if isinstance(occ, Apply) and occ.op is Op.OCCURRENCE and len(occ.args) >= 4:
+                return content_hex(occ.args[2].target), content_hex(occ.args[3].target)
+    return None
+
+
+def _pinned_alls(v: Value) -> list[str]:
+    """The Alls a Receipt pins (its turn's decomposition)."""
+    if not (isinstance(v, Apply) and v.op is Op.RECEIPT):
+        return []
+    return [content_hex(r.target) for r in v.args if isinstance(r.target, Apply) and r.target.op is Op.ALL]
+
+
+def _reach(values: Iterable[Value]) -> set[str]:
+    seen: set[str] = set()
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        h = content_hex(v)
+        if h in seen:
+            continue
+        seen.add(h)
+        if isinstance(v, Apply):
+            stack.extend(r.target for r in v.args)
+    return seen
 
 
 def _record_of(nid: str, v: Value) -> ef.NodeRecord:
@@ -247,6 +362,7 @@ class Store:
         self._ident: tuple[int, int] | None = None
         self._sig = b""  # the last bytes read: if they changed, the file was replaced
         self.torn = False
+        self.epoch = 0  # counts fresh starts (a replaced or deleted file): part of stamp()
 
     @staticmethod
     def note(msg: str) -> None:
@@ -269,6 +385,17 @@ class Store:
     def __repr__(self) -> str:
         return "Store(%r, %d commits)" % (self.path, len(self.graph.commits))
 
+    def stamp(self) -> tuple:
+        """Changes whenever what readers see may have: a fresh start, a commit, a tombstone that hid something."""
+        return (self.path, self.epoch, len(self.graph.commits), self.graph.generation)
+
+    def _start_over(self) -> None:
+        self.graph = Graph(self.path)
+        self._offset = 0
+        self._ident = None
+        self._sig = b""
+        self.epoch += 1
+
     # -- reading -------------------------------------------------------------------
 
     def refresh(self) -> int:
@@ -277,6 +404,8 @@ class Store:
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
         except FileNotFoundError:
+            if self._ident is not None or self.graph.lines:
+                self._start_over()  # the user deleted it: what it held is no longer served
             return 0
         except OSError as e:
             raise EggError("%s: cannot open: %s" % (self.path, e.strerror)) from None
@@ -291,9 +420,7 @@ class Store:
             f.seek(self._offset - len(self._sig))
             replaced = f.read(len(self._sig)) != self._sig  # an inode number can be reused
         if replaced:
-            self.graph = Graph(self.path)  # replaced (compacted) or shrunk: start over
-            self._offset = 0
-            self._sig = b""
+            self._start_over()  # replaced (compacted, purged) or shrunk: start over
         self._ident = ident
         f.seek(self._offset)
         data = f.read()
@@ -336,11 +463,10 @@ class Store:
             if g.header is None:
                 g_header = ef.Header(str(uuid.uuid4()), ef.VERSION, now_iso())
                 lines.append(ef.header_line(g_header))
-            new_root_ids: list[str] = []
-            for r in roots:
-                rid = content_hex(r)
-                if rid not in g.root_ids and rid not in new_root_ids:
-                    new_root_ids.append(rid)
+            fresh = dict((content_hex(r), r) for r in roots)
+            fresh = {rid: r for rid, r in fresh.items() if rid not in g.root_ids}
+            gone = g.hides(list(fresh.items()))  # a forgotten turn's text is never written again
+            new_root_ids = [rid for rid in fresh if rid not in gone]
             new_unions: list[tuple[str, str]] = []
             current = {p for p, (_, k) in g.union_events.items() if k == 1}
             for a, b in unions:
@@ -368,6 +494,19 @@ class Store:
             u = ef.Unlink(ef.unlink_id(u), u.time, u.pair)
             self._append(f, [ef.unlink_line(u)])
             return u
+
+    def forget(self, roots: Iterable[str], turns: Iterable[tuple[str, str]] = (), *, when: str | None = None) -> ef.Forget | None:
+        """Append a tombstone for these root ids and (session, turn) Atom id pairs; None if all are forgotten already."""
+        with self._locked() as f:
+            g = self.graph
+            new_roots = sorted(set(roots) - g.forgotten_roots)
+            new_turns = sorted(set(turns) - g.forgotten_turns)
+            if not new_roots and not new_turns:
+                return None
+            t = ef.Forget("", when or now_iso(), tuple(new_roots), tuple(new_turns))
+            t = ef.Forget(ef.forget_id(t), t.time, t.roots, t.turns)
+            self._append(f, [ef.forget_line(t)])
+            return t
 
     def _node_lines(self, values: Iterable[Value]) -> Iterator[bytes]:
         known = self.graph.nodes
@@ -587,11 +726,15 @@ def _trim_torn_tail(f) -> None:
     os.fsync(f.fileno())
 
 
-def write_compact(path: str, header: ef.Header, graphs: list[Graph]) -> int:
+def write_compact(path: str, header: ef.Header, graphs: list[Graph], *, purge: bool = False) -> int:
     """Write the union of graphs as a fresh file, atomically replacing `path`.
 
-    Only reachable nodes are written, each once, children before parents; commits and
-    unlinks keep their ids, so the result loads to the same roots and unions.
+    Only reachable nodes are written, each once, children before parents; commits,
+    unlinks and tombstones keep their ids, so the result loads to the same roots and
+    unions. With `purge` (one graph) forgotten roots are left out: a commit keeps only
+    the live roots it first holds (so it gets a new id, and one left empty goes), a
+    union or unlink goes with a side only forgotten roots reached, and the tombstones
+    stay (ids only), so an old copy merged back in stays forgotten.
     Returns the number of lines written.
     """
     check_path(path)
@@ -599,11 +742,16 @@ def write_compact(path: str, header: ef.Header, graphs: list[Graph]) -> int:
     private_dir(d)
     commits: dict[str, ef.Commit] = {}
     unlinks: dict[str, ef.Unlink] = {}
+    forgets: dict[str, ef.Forget] = {}
     nodes: dict[str, Value] = {}
     for g in graphs:
         commits.update(g.commits)
         unlinks.update(g.unlinks)
+        forgets.update(g.forgets)
         nodes.update(g.nodes)
+    if purge:
+        (g,) = graphs
+        commits, unlinks = _purged(g)
     lines = [ef.header_line(header)]
     ids: dict[Value, str] = {}
     written: set[str] = set()
@@ -618,6 +766,8 @@ def write_compact(path: str, header: ef.Header, graphs: list[Graph]) -> int:
         lines.append(ef.commit_line(c))
     for u in sorted(unlinks.values(), key=lambda u: (u.time, u.id)):
         lines.append(ef.unlink_line(u))
+    for t in sorted(forgets.values(), key=lambda t: (t.time, t.id)):
+        lines.append(ef.forget_line(t))
     tmp = "%s.tmp-%d-%d" % (path, os.getpid(), _time.monotonic_ns())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
@@ -633,18 +783,60 @@ def write_compact(path: str, header: ef.Header, graphs: list[Graph]) -> int:
     return len(lines)
 
 
-def compact(path: str) -> tuple[int, int]:
-    """Rewrite a store without orphan nodes or duplicate lines, under its lock.
+def _purged(g: Graph) -> tuple[dict[str, ef.Commit], dict[str, ef.Unlink]]:
+    """The commits and unlinks of a graph without its forgotten roots (see write_compact).
 
-    Returns (lines before, lines after). A damaged file is refused, never repaired.
+    Each live root is kept once, in the first commit holding it, unless that commit is a
+    forgotten turn's (an All another turn pins too): then in the commit of a live Receipt
+    pinning it, so no commit line keeps a forgotten turn's session and turn ids.
+    """
+    gone = g.forgotten()
+    home = {r: c.id for r, c in g.root_ids.items()}
+    moved: dict[str, list[str]] = {}
+    of_forgotten = {c.id for c in g.commits.values()
+                    if (content_hex(Atom.text(c.session)), content_hex(Atom.text(c.turn))) in g.forgotten_turns}
+    for r, c in g.root_ids.items():
+        if c.id in of_forgotten:
+            pins = [p for p in (g._pins or {}).get(r, ()) if p in g.root_ids]
+            home[r] = g.root_ids[pins[0]].id if pins else ""
+            moved.setdefault(home[r], []).append(r)
+    commits: dict[str, ef.Commit] = {}
+    for c in g.commits.values():
+        roots = tuple(moved.get(c.id, []) + [r for r in c.roots if home.get(r) == c.id])
+        unions = tuple(p for p in c.unions if p[0] not in gone and p[1] not in gone)
+        if not roots and not unions:
+            continue
+        if (roots, unions) != (c.roots, c.unions):
+            c = _commit(c.time, c.session, c.turn, roots, unions)
+        commits[c.id] = c
+    if moved.get(""):  # only in a hand-made store: what Eggshell commits there, live, is an All a live Receipt pins
+        c = _commit(min(g.root_ids[r].time for r in moved[""]), "", "", tuple(moved[""]), ())
+        commits[c.id] = c
+    unlinks = {i: u for i, u in g.unlinks.items() if u.pair[0] not in gone and u.pair[1] not in gone}
+    return commits, unlinks
+
+
+def _commit(time: str, session: str, turn: str, roots: tuple[str, ...], unions: tuple[tuple[str, str], ...]) -> ef.Commit:
+    c = ef.Commit("", time, session, turn, roots, unions)
+    return ef.Commit(ef.commit_id(c), time, session, turn, roots, unions)
+
+
+def compact(path: str, *, purge: bool = False, before: Callable[[Graph], None] | None = None) -> tuple[int, int]:
+    """Rewrite a store without orphan nodes or duplicate lines (and with `purge`, without forgotten roots), under its lock.
+
+    `before(graph)` runs under the lock ahead of the rewrite, while the forgotten text is
+    still there to find elsewhere (the purge of the data root). Returns (lines before,
+    lines after). A damaged file is refused, never repaired.
     """
     s = Store(path)
     with s._locked():
         if s.graph.header is None:
             raise EggError("%s: no such store (or it is empty)" % path)
-        before = s.graph.lines
-        after = write_compact(path, s.graph.header, [s.graph])
-    return before, after
+        before_lines = s.graph.lines
+        if before is not None:
+            before(s.graph)
+        after = write_compact(path, s.graph.header, [s.graph], purge=purge)
+    return before_lines, after
 
 
 def merge(paths: list[str], out: str) -> int:

@@ -5,9 +5,10 @@ model id and the full window text are byte-for-byte equal: the window digest onl
 a candidate row, the stored text decides. Vectors live in immutable segments, one per
 `put` batch, each written by one process and committed by renaming its `.meta` into
 place after the data is fsynced, so concurrent writers need no lock and a crash loses at
-most the batch in flight. Only `compact` takes a lock. A process keeps everything it can
+most the batch in flight. Only `compact` and `purge` take a lock. A process keeps everything it can
 see in one growing float32 matrix, so ranking is one matrix product with no copy per
-query; row numbers only ever grow, so they stay valid for the life of a `VectorCache`.
+query; row numbers only ever grow, so they stay valid for the life of a `VectorCache` (until
+a purge: see `epoch`).
 
 Layout (format version 1, all numbers little-endian, all files 0600):
 
@@ -21,6 +22,11 @@ Layout (format version 1, all numbers little-endian, all files 0600):
 A segment exists once its `.meta` does; the meta's digest covers the model, dim, count and
 all four files, so a segment that is torn, truncated or garbled is ignored (and reported
 once), never loaded.
+
+`purge` (from `egg compact --purge`) rewrites, under compact's lock, every segment holding
+a window the user forgot, without it, and then replaces `<model key>/.purged`; a process
+that sees that file change drops everything it loaded and reads the cache again, so purged
+rows leave its memory too.
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ WINDOW_DOMAIN = "eggshell.vectors.window"
 SEGMENT_DOMAIN = "eggshell.vectors.segment"
 DATA_EXTS = (".f32", ".txt", ".off", ".key")
 META, META_TMP, PREFIX = ".meta", ".meta-tmp", "seg-"
+PURGED = ".purged"  # replaced by every purge that removed rows: readers reload
+PURGE_ORPHAN_AGE_S = 10.0  # a purge removes uncommitted files older than this (a live writer commits in milliseconds)
 ORPHAN_AGE_S = 3600.0  # an uncommitted segment older than this has no live writer
 LOCK_TIMEOUT_S = 30.0
 MMAP_MIN_BYTES = 1 << 20  # smaller texts are read into memory: one fd per small segment would not scale
@@ -132,7 +140,12 @@ class VectorCache:
         self.dim = dim
         self.dir = os.path.join(root, model_key(model_id))
         self.log = log or _stderr
-        self._buf = np.empty((0, dim), dtype=np.float32)
+        self.epoch = 0  # counts reloads after a purge: row numbers of an earlier epoch are void
+        self._mark: bytes | None = read_purge_mark(self.dir)  # read before anything is listed
+        self._clear()
+
+    def _clear(self) -> None:
+        self._buf = np.empty((0, self.dim), dtype=np.float32)
         self._n = 0
         self._view: np.ndarray | None = None
         self._texts: list[_Texts] = []
@@ -141,6 +154,16 @@ class VectorCache:
         self._first: dict[bytes, int] = {}  # window digest -> first row with it
         self._more: dict[bytes, list[int]] = {}  # further rows with a digest seen before but other text
         self._seen: set[str] = set()  # segments loaded or ignored
+
+    def check_purge(self) -> bool:
+        """Drop every row (a new epoch) if a purge ran since this cache last looked; one small read."""
+        mark = read_purge_mark(self.dir)
+        if mark == self._mark:
+            return False
+        self._mark = mark
+        self._clear()
+        self.epoch += 1
+        return True
 
     # -- reading -------------------------------------------------------------------------
 
@@ -163,7 +186,11 @@ class VectorCache:
         return np.asarray(out, dtype=np.int64)
 
     def refresh(self) -> int:
-        """Load segments other processes committed since the last call; returns rows added."""
+        """Load segments other processes committed since the last call; returns rows added.
+
+        After a purge everything is loaded again (see check_purge): compare `epoch`.
+        """
+        self.check_purge()
         added = 0
         for _ in range(RELISTS):
             names = committed_segments(self.dir)
@@ -343,6 +370,95 @@ class VectorCache:
     def _ignore(self, name: str, why: Exception) -> None:
         self._seen.add(name)
         self.log("vector cache %s: segment %s ignored: %s" % (self.dir, name, why))
+
+
+# -- purging (egg compact --purge) -------------------------------------------------------------
+
+
+def read_purge_mark(model_dir: str) -> bytes | None:
+    try:
+        with open(os.path.join(model_dir, PURGED), "rb") as f:
+            return f.read(256)
+    except OSError:
+        return None
+
+
+def _write_purge_mark(model_dir: str) -> None:
+    tmp = os.path.join(model_dir, PURGED + "-tmp-%d" % os.getpid())
+    _unlink(tmp)
+    _write_file(tmp, b"%d-%d-%s" % (time.time_ns(), os.getpid(), os.urandom(8).hex().encode("ascii")))
+    os.replace(tmp, os.path.join(model_dir, PURGED))
+    fsync_dir(model_dir)
+
+
+def _segment_model(model_dir: str, name: str) -> tuple[str, int]:
+    """(model id, dim) a segment's meta claims, so a purge can read segments of every model."""
+    try:
+        with open(os.path.join(model_dir, name + META), "rb") as f:
+            m = json.loads(f.read(1 << 16))
+    except FileNotFoundError:
+        raise _Vanished(name) from None
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise SegmentError("its meta is unreadable (%s)" % e) from None
+    if not isinstance(m, dict) or not isinstance(m.get("model"), str) or type(m.get("dim")) is not int or m["dim"] < 1:
+        raise SegmentError("its meta names no model and dimension")
+    return m["model"], m["dim"]
+
+
+def _remove_segment(model_dir: str, name: str) -> None:
+    """Meta first (the segment is gone for readers), then its data, as compact does."""
+    _unlink(os.path.join(model_dir, name + META))
+    fsync_dir(model_dir)
+    for ext in DATA_EXTS + (META_TMP,):
+        _unlink(os.path.join(model_dir, name + ext))
+    fsync_dir(model_dir)
+
+
+def purge(root: str, drop: Callable[[str], bool], log: Callable[[str], None] | None = None) -> tuple[int, int]:
+    """Remove every window `drop(text)` selects, from every model's segments; (windows removed, segments rewritten).
+
+    Each segment holding one is rewritten without it (a new segment, then the old one is
+    removed); a segment that cannot be verified is removed whole, since its text cannot be
+    checked; uncommitted leftovers older than PURGE_ORPHAN_AGE_S go too. A model directory
+    that lost rows gets a new purge mark, so every process holding the cache reloads it.
+    """
+    log = log or _stderr
+    try:
+        keys = sorted(os.listdir(root))
+    except FileNotFoundError:
+        return 0, 0
+    removed = rewritten = 0
+    for key in keys:
+        d = os.path.join(root, key)
+        if os.path.islink(d) or not os.path.isdir(d):
+            continue
+        with _Lock(os.path.join(d, ".lock")):
+            changed = sweep_orphans(d, PURGE_ORPHAN_AGE_S) > 0
+            for name in committed_segments(d):
+                try:
+                    model, dim = _segment_model(d, name)
+                    seg = _read_segment(d, read_meta(d, name, model, dim), model, dim, None)
+                except _Vanished:
+                    continue
+                except SegmentError as e:
+                    log("vector cache %s: segment %s removed: it cannot be verified (%s), so its text cannot be checked" % (d, name, e))
+                    _remove_segment(d, name)
+                    changed = True
+                    rewritten += 1
+                    continue
+                texts = [seg.texts.get(i) for i in range(seg.meta.count)]
+                keep = [i for i, t in enumerate(texts) if not drop(t.decode("utf-8", "surrogatepass"))]
+                if len(keep) == len(texts):
+                    continue
+                if keep:
+                    write_segment(d, model, dim, seg.vectors[keep], [texts[i] for i in keep])
+                _remove_segment(d, name)
+                removed += len(texts) - len(keep)
+                rewritten += 1
+                changed = True
+            if changed:
+                _write_purge_mark(d)
+    return removed, rewritten
 
 
 # -- segment files (pure over a directory; no cache state) -------------------------------------

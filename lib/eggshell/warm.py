@@ -121,7 +121,7 @@ class Resources:
         from .records import turn_views
 
         s = self.store(path)
-        stamp = len(s.graph.commits)
+        stamp = s.stamp()
         got = self._counts.get(path)
         if got is None or got[0] != stamp:
             got = self._counts[path] = (stamp, len(turn_views(s.graph)))
@@ -169,7 +169,10 @@ class Resources:
         done = 0
         for s in self._searchers.values():
             provider = getattr(s.semantic, "provider", None)
-            if provider is None or not s.candidates or done >= limit:
+            if provider is None or done >= limit:
+                continue
+            s._refresh()  # never embed a turn forgotten (or a store deleted) since the last prompt
+            if not s.candidates:
                 continue
             idx = provider._index()
             idx.ensure([c["text"] for c in s.candidates], limit=limit - done)

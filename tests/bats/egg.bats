@@ -155,6 +155,26 @@ JSON
   [[ "$stderr" == *"unknown key 000000000000"* ]]
 }
 
+@test "egg forget hides a turn from find, show and egg-query; egg compact --purge removes it from the file" {
+  sample_turns | "$BIN/egg-save" --egg "$EGG" >/dev/null
+  run -0 "$BIN/egg" find late_fee --egg "$EGG"
+  key="${output:0:12}"
+  run -0 "$BIN/egg" forget "$key" --egg "$EGG"
+  [[ "${lines[0]}" == "forgot turn $key (session s1, turn t1,"* ]]
+  [[ "$output" == *"egg compact --purge $EGG"* ]]
+  run -1 "$BIN/egg" find late_fee --egg "$EGG"
+  run -1 --separate-stderr "$BIN/egg" show "$key" --egg "$EGG"
+  [[ "$stderr" == *"$key was forgotten"* ]]
+  hits="$(query_line "where is late_fee computed" | "$BIN/egg-query" --egg "$EGG" --mode lexical --no-trace | jq -c .hits)"
+  [ "$hits" = "[]" ]
+  grep -q late_fee "$EGG"
+  run -0 "$BIN/egg" compact --purge "$EGG"
+  ! grep -q late_fee "$EGG"
+  run -0 "$BIN/egg" fsck "$EGG"
+  [[ "$output" == *"1 turns"* ]]
+  run -1 "$BIN/egg" forget --match "no such text" --egg "$EGG"
+}
+
 @test "egg status names the prefix, the data root and the project's stores" {
   cd "$PROJ"
   run -0 "$BIN/egg" status
