@@ -344,7 +344,7 @@ def redact_payload(payload: dict, rules: Rules = BUILTIN) -> dict:
     """
     budget = [SCAN_CAP]
     glob = withheld_by(rules.never_record, payload) if rules.never_record else None
-    for k in list(payload):
+    for k in sorted(payload, key=lambda k: k in ("tool_response", "error")):  # a huge output never starves the rest
         if k in STRUCTURAL:
             continue
         if glob is not None and k in ("tool_response", "error"):
