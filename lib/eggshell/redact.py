@@ -357,6 +357,14 @@ def redact_payload(payload: dict, rules: Rules = BUILTIN) -> dict:
     return payload
 
 
+def redact_record(record):
+    """A turn record (turns.py: egg-save's input) with its prompt, tools and answer redacted by the built-in rules."""
+    if not isinstance(record, dict):
+        return record
+    budget = [SCAN_CAP]
+    return {k: (v if k in ("session", "turn", "cwd") else _walk(v, (), budget)) for k, v in record.items()}
+
+
 def _walk(v, extra, budget, key=None):
     if isinstance(v, str):
         if key is not None and _secret_key(key) and v and not _stand_in(v):

@@ -14,6 +14,7 @@ from typing import IO
 from . import stage
 from .paths import find_project
 from .records import index_items, view_of_turn
+from .redact import redact_record
 from .store import EggError, Store
 from .turns import Turn, TurnError, compile_turn, parse_turn, relative_cwd
 
@@ -49,7 +50,7 @@ def run(store: Store, lines: IO[str], out: IO[str], root: str | None = None, nam
             bad += 1
             continue
         try:
-            saved = save_turn(store, obj, root)
+            saved = save_turn(store, redact_record(obj), root)  # records from outside the hooks: redacted here
         except TurnError as e:
             stage.warn(PROG, "%s:%d: %s; line skipped, nothing from it was written" % (name, n, e))
             bad += 1

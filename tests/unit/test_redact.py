@@ -438,3 +438,21 @@ def test_no_canary_reaches_any_file_or_reply_with_the_warm_manager(tmp_path, che
         assert_no_canary_anywhere(env, replies, later)
     finally:
         env.shutdown()
+
+
+def test_egg_save_redacts_records_from_outside_the_hooks(tmp_path):
+    import io
+
+    from eggshell import save
+    from eggshell.records import turn_views
+    from eggshell.store import Store
+
+    egg = str(tmp_path / "work.egg")
+    rec = {"session": "s", "turn": "t", "cwd": "", "prompt": "use %s" % GH,
+           "tools": [{"name": "Bash", "id": "c1", "input": {"command": "echo %s" % GH}, "output": "token=%s\n" % GH}],
+           "answer": "<private>only for me</private>done"}
+    assert save.run(Store.open(egg), io.StringIO(json.dumps(rec) + "\n"), io.StringIO()) == 0
+    (v,) = turn_views(Store.open(egg).graph)
+    assert (v.prompt, v.answer) == ("use [redacted: github-token]", "[redacted: private]done")
+    assert v.tools[0].outcome == "token=[redacted: github-token]\n"
+    assert GH not in open(egg, encoding="utf-8").read()
