@@ -27,7 +27,7 @@ PLACEHOLDER = "[redacted: %s]"
 WITHHELD = "[withheld by never_record: %s]"
 PAST_CAP = "\n[withheld: %d characters past the redaction limit]"
 MARKERS = ("[redacted: ", "[withheld by never_record: ", "[withheld: ")
-SCAN_CAP = 8 << 20  # characters of one payload's text scanned; what is past it is withheld
+SCAN_CAP = 4 << 20  # characters of one payload's text scanned; what is past it is withheld
 # Payload fields the host generates as structure, not content: never rewritten.
 STRUCTURAL = frozenset(("hook_event_name", "session_id", "turn_id", "prompt_id", "cwd", "transcript_path", "tool_name",
                         "tool_use_id", "permission_mode", "source", "model", "stop_hook_active", "is_interrupt"))
@@ -105,14 +105,14 @@ _TOKENS = (
     ("url-password", False, "://", r"://[^\s:/?#@'\"<>\\]{1,100}:(?P<v>[^\s/?#@'\"<>\\]{1,200})@", None),
     # case-insensitive rules (on the lower-cased text)
     ("private", True, "<private>", r"<private>[\s\S]*?(?:</private>|\Z)", None),
-    ("aws-secret-key", True, "aws", r"aws[a-z0-9_.-]{0,20}?(?:secret|sk)[a-z0-9_.-]{0,20}[\"']?\s{0,3}(?:=|:|=>)?\s{0,3}[\"']?"
+    ("aws-secret-key", True, "aws", r"aws[_.-]?(?:secret(?:[_.-]?access)?(?:[_.-]?key)?|sk)(?![a-z0-9])[\"']?[ \t]{0,3}(?:=|:|=>)?[ \t]{0,3}[\"']?"
                                     r"(?P<v>[a-z0-9/+]{40})(?![a-z0-9/+=])", None),
     ("aws-secret-key", True, ("secretaccesskey", "secret_access_key"),
      r"secret_?access_?key[\"']?\s{0,3}[=:]\s{0,3}[\"']?(?P<v>[a-z0-9/+]{40})(?![a-z0-9/+=])", None),
     ("azure-storage-key", True, "accountkey=", r"accountkey=(?P<v>[a-z0-9+/]{40,}={0,2})", None),
     ("azure-storage-key", True, "sharedaccesskey=", r"sharedaccesskey=(?P<v>[a-z0-9+/]{40,}={0,2})", None),
     ("auth-header", True, "authorization", r"authorization[\"']?\s{0,3}[:=]\s{0,3}[\"']?(?:bearer|basic|token|digest)\s+(?P<v>[a-z0-9._~+/-]{8,}=*)", None),
-    ("secret-flag", True, "--", r"--[a-z0-9-]{0,30}(?:password|passwd|token|secret|api-?key|access-?key|private-?key)[= ]"
+    ("secret-flag", True, "--", r"--(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|token|secret|api-?key|access-?key|private-?key)[= ]"
                                r"(?P<v>%s|[^\s\"']{1,300})" % _V_QUOTED, None),
 )
 
@@ -160,12 +160,30 @@ def _spans(text: str) -> list:
             folded = text if fold else low
         if (i, lower and fold) not in _compiled and not _triggered(trigger, low if lower else text):
             continue  # not compiled yet, and it cannot match: leave it so
-        for m in _rx(i, lower and fold).finditer(folded if lower else text):
-            span = _judge(text, m, kind)
-            if span is not None:
-                s, e, k = span
-                out.append((_extend_back(text, s, lead) if lead else s, -e, i, k))
+        for s, e, k in _matches(_rx(i, lower and fold), folded if lower else text, text, kind):
+            out.append((_extend_back(text, s, lead) if lead else s, -e, i, k))
     return out
+
+
+def _matches(rx, hay: str, text: str, kind):
+    """The spans one rule redacts. A quoted value judged no secret is searched again, so a key
+    inside what was taken for a value (`password: "x password: "real"`) is still seen."""
+    if "v" not in rx.groupindex:
+        for m in rx.finditer(hay):
+            yield _judge(text, m, kind)
+        return
+    pos = 0
+    while True:
+        m = rx.search(hay, pos)
+        if m is None:
+            return
+        span = _judge(text, m, kind)
+        if span is None:
+            v = m.start("v")
+            pos = v + 1 if hay[v] in "\"'" else m.end()
+        else:
+            yield span
+            pos = max(m.end(), m.start() + 1)
 
 
 def _triggered(trigger, hay: str) -> bool:
@@ -193,8 +211,8 @@ def _judge(text: str, m, kind):
         kind = _keyed(text, m, v, m.group("w").lower())
         if kind is None:
             return None
-    elif kind in ("url-password", "secret-flag") and _stand_in(v):
-        return None
+    elif kind in ("url-password", "secret-flag") and (_stand_in(v) or v.startswith("-")):
+        return None  # a stand-in, or the next option rather than a value
     if len(v) > 1 and v[0] in "\"'" and v[-1] == v[0]:
         s, e = s + 1, e - 1  # keep the quotes: the line still parses
     return s, e, kind

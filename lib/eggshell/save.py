@@ -29,8 +29,13 @@ class Saved:
 
 
 def save_turn(store: Store, record: dict, root: str | None = None) -> Saved:
-    """Compile and commit one decoded turn record (the in-process form of egg-save)."""
-    t = parse_turn(record)
+    """Compile and commit one decoded turn record (the in-process form of egg-save).
+
+    The record is redacted with the built-in rules first (redact.py): a journal the hooks
+    wrote is already redacted (and stays the same), and a record from anywhere else
+    (egg-save's input, a journal written before redaction existed) is made so here.
+    """
+    t = parse_turn(redact_record(record))
     if t.cwd:
         base = root if root is not None else find_project(t.cwd)
         t = Turn(t.session, t.turn, relative_cwd(t.cwd, base), t.prompt, t.tools, t.answer)
@@ -50,7 +55,7 @@ def run(store: Store, lines: IO[str], out: IO[str], root: str | None = None, nam
             bad += 1
             continue
         try:
-            saved = save_turn(store, redact_record(obj), root)  # records from outside the hooks: redacted here
+            saved = save_turn(store, obj, root)
         except TurnError as e:
             stage.warn(PROG, "%s:%d: %s; line skipped, nothing from it was written" % (name, n, e))
             bad += 1

@@ -10,11 +10,13 @@ shared machine's other load disturbs less than wall time):
    reported per event and in MB/s.
 3. The cap: a 50 MB output is scanned up to redact.SCAN_CAP characters and the rest withheld;
    the time it takes is the bound on any payload.
-4. The hook: wall time of a real `egg-hook codex` PostToolUse process (EGGSHELL_MANAGER=off,
+4. Per event in a fresh process, as a hook runs it: hooks/codex._redact on a PostToolUse payload
+   after the hook's own imports (so importing `re`, compiling the triggered rules and scanning).
+5. The hook: wall time of a real `egg-hook codex` PostToolUse process (EGGSHELL_MANAGER=off,
    the journal write and the cold answer included) with a 4 KB and a 1 MB output, with
    redaction and with hooks/codex._redact replaced by a no-op (the same entry point, so the
    difference is redaction alone).
-5. With --detect-secrets PY (a Python with detect-secrets installed, never the shared venv):
+6. With --detect-secrets PY (a Python with detect-secrets installed, never the shared venv):
    its import time and its time per 100 KB of the same text (SecretsCollection.scan_file, the
    filtered path), for the library decision in docs/privacy.md.
 
@@ -91,6 +93,27 @@ def import_ms() -> tuple[float, float]:
     out = [tuple(map(float, subprocess.run([sys.executable, "-c", probe], env=env, check=True, capture_output=True,
                                            text=True).stdout.split())) for _ in range(5)]
     return statistics.median(x[0] for x in out), statistics.median(x[1] for x in out)
+
+
+FRESH_PROBE = """import json, sys, time
+from eggshell import hook
+from eggshell.hooks import codex
+payload = json.loads(sys.stdin.read())
+t = time.process_time()
+codex._redact(payload, None)
+print((time.process_time() - t) * 1000, "re" in sys.modules)
+"""
+
+
+def fresh_ms(text: str, runs: int) -> float:
+    """CPU ms of redacting one PostToolUse payload in a fresh hook process: importing `re`, compiling
+    the rules the text triggers, scanning; median of `runs` processes (all of a hook's imports done first)."""
+    payload = json.dumps({"hook_event_name": "PostToolUse", "session_id": "s", "cwd": "/p", "tool_name": "Bash",
+                          "tool_input": {"command": "cat src/m.py"}, "tool_response": text})
+    env = dict(PY_ENV, PYTHONPATH=LIB)
+    out = [float(subprocess.run([sys.executable, "-c", FRESH_PROBE], input=payload, env=env, check=True, capture_output=True,
+                                text=True).stdout.split()[0]) for _ in range(runs)]
+    return statistics.median(out)
 
 
 def run_hook(payload: dict, entry: str, env: dict, cwd: str) -> tuple[float, float]:
@@ -176,6 +199,9 @@ def main() -> int:
     print("a 50 MB output: %.2f s CPU; %d of %d characters scanned and kept (SCAN_CAP), the rest withheld"
           % (time.process_time() - t, len(out["tool_response"]), len(big)))
 
+    for label in ("4 KB", "100 KB", "1 MB"):
+        print("redaction in a fresh hook process, PostToolUse with a %-6s output: %.1f ms CPU" % (label, fresh_ms(texts[label], a.runs)))
+    print("    (plain output with no trigger word: %.2f ms CPU)" % fresh_ms("ok\n3 files changed\n", a.runs))
     for label, (w, wo) in bench_hook(a.runs, {"4 KB": texts["4 KB"], "1 MB": texts["1 MB"]}).items():
         print("egg-hook PostToolUse, %-4s output: with redaction %6.1f ms wall %6.1f ms CPU; without %6.1f ms wall %6.1f ms CPU "
               "(CPU %+.1f ms)" % (label, w[0], w[1], wo[0], wo[1], w[1] - wo[1]))

@@ -156,6 +156,7 @@ def test_the_standard_library_source_is_almost_untouched():
             out = redact_text(text)
             if out != text:
                 changed += sum(1 for a, b in zip(lines, out.splitlines()) if a != b) or 1
+                assert redact_text(out) == out, n  # stable: a saved turn is redacted again and must not change
     assert total > 100_000, "the standard library was not found at %s" % stdlib
     print("standard library: %d of %d lines altered (%.4f%%)" % (changed, total, 100.0 * changed / total))
     assert changed <= total / 1000
@@ -440,7 +441,7 @@ def test_no_canary_reaches_any_file_or_reply_with_the_warm_manager(tmp_path, che
         env.shutdown()
 
 
-def test_egg_save_redacts_records_from_outside_the_hooks(tmp_path):
+def test_egg_save_and_every_save_redact_records_from_outside_the_hooks(tmp_path):
     import io
 
     from eggshell import save
@@ -455,4 +456,25 @@ def test_egg_save_redacts_records_from_outside_the_hooks(tmp_path):
     (v,) = turn_views(Store.open(egg).graph)
     assert (v.prompt, v.answer) == ("use [redacted: github-token]", "[redacted: private]done")
     assert v.tools[0].outcome == "token=[redacted: github-token]\n"
+    # save_turn itself (the save queue, egg keep) does the same: a journal written before redaction existed
+    save.save_turn(Store.open(egg), dict(rec, turn="t2", prompt="again %s" % GH))
+    assert [x.prompt for x in turn_views(Store.open(egg).graph)] == ["use [redacted: github-token]", "again [redacted: github-token]"]
     assert GH not in open(egg, encoding="utf-8").read()
+
+
+# -- properties -------------------------------------------------------------------------------
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+CONTEXT = st.text(alphabet=st.characters(min_codepoint=9, max_codepoint=126, blacklist_characters="\x0b\x0c\r"), max_size=80)
+LURES = st.sampled_from(["", 'password: "', "token=", "api_key: '", "--password ", "Bearer ", "https://u:", "<private",
+                         "-----BEGIN", "secret = \"x ", "key: ", "Authorization: ", "aws_secret_access_key = "])
+SEPARATORS = st.sampled_from([" ", "\n", "\t", "(", ")", ",", ";", "'", '"', "`", "<", ">", "[", "]", "{", "}"])
+
+
+@given(st.sampled_from(CANARIES), CONTEXT, LURES, SEPARATORS, CONTEXT)
+def test_a_canary_is_redacted_whatever_surrounds_it(c, before, lure, sep, after):
+    text = before + lure + sep + c.text + sep + after
+    out = redact_text(text)
+    assert not leaks_one(c, out), out
+    assert redact_text(out) == out  # redaction is stable: placeholders are never redacted again
