@@ -9,7 +9,8 @@ a `never_record` glob names becomes `[withheld by never_record: GLOB]`. Stored t
 holds one of these markers is not the real output of its call, so the reuse engine
 never lets it stand in for running a call (intrinsic.Match.completed).
 
-Speed: the hook path is a fresh process per event, so this module imports only `os`.
+Speed: the hook path is a fresh process per event, so this module imports only `os` and
+`collections` (for one namedtuple).
 Each rule starts with a literal (its trigger), which lets the regex engine skip to the
 candidates as fast as a substring search; a rule is compiled on first use, and only when
 its trigger occurs, so a short output with no trigger costs no `re` import at all.
@@ -53,7 +54,6 @@ _KEY_TAIL = (r"(?![a-z0-9])[\"']?(?P<sep>[ \t]{0,3}(?:=|:=|=>|:)[ \t]{0,3})"
              r"(?P<v>%s|[^\s\"',;()\[\]{}<>`]{1,500})" % _V_QUOTED)
 _DIGITS = ("0123456789", 10)
 _AZURE_LEAD = ("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~.-", 4)
-_NOT_TOKEN_BEFORE = r"(?<![A-Za-z0-9_-]%s)"  # the literal does not continue a longer word
 
 _TOKENS = (
     ("private-key", False, "-----BEGIN",
