@@ -118,6 +118,8 @@ class Config:
     default: str = "work"  # the profile a chat uses when it picks none
     eggs: tuple[tuple[str, str], ...] = ()  # [eggs] from the files: name -> absolute path
     profile_defs: tuple[tuple[str, Profile], ...] = ()  # [profiles.NAME] from the files, in order
+    redact: tuple[str, ...] = ()  # extra secret patterns (regexes), every file's added up (redact.py)
+    never_record: tuple[str, ...] = ()  # globs of commands and paths whose output is withheld, added up
     project_root: str | None = None
     sources: tuple[str, ...] = field(default=())  # the files that were read, in order
 
@@ -194,6 +196,8 @@ _KEYS: dict[str, tuple[type | tuple[type, ...], str, bool]] = {
     "default": (str, "a profile name", True),
     "eggs": (dict, "a table [eggs] of name = \"path\"", True),
     "profiles": (dict, "tables [profiles.NAME]", True),
+    "redact": (list, "a list of regular expressions (Python syntax)", True),
+    "never_record": (list, 'a list of globs of commands or paths, like ["cat .env*", "~/.ssh/*"]', True),
 }
 _PROFILE_KEYS = ("read", "write", "handoff_chars", "local_union")
 
@@ -217,6 +221,8 @@ def _check(path: str, key: str, value: Any, where: str) -> Any:
             for p in value:
                 _inside_project(path, "'read' entry", p)
         return tuple(value)
+    if key in ("redact", "never_record"):
+        return _check_rules(path, key, value, desc)
     if key == "egg" and not value.strip():
         raise ConfigError("%s: 'egg' must not be empty" % path)
     if key == "egg" and where == "project":
@@ -243,6 +249,20 @@ def _check(path: str, key: str, value: Any, where: str) -> Any:
             raise ConfigError("%s: 'min_coverage' must be %s, got %r" % (path, desc, value))
         return float(value)
     return value
+
+
+def _check_rules(path: str, key: str, value: list, desc: str) -> tuple[str, ...]:
+    """`redact` patterns that compile (and match something), or `never_record` globs."""
+    if not all(isinstance(v, str) and v for v in value):
+        raise ConfigError("%s: %r must be %s, got %r" % (path, key, desc, value))
+    if key == "redact":
+        from .redact import compile_extra
+
+        try:
+            compile_extra(value)
+        except ValueError as e:
+            raise ConfigError("%s: 'redact' entry %s; fix or remove it (docs/config.md)" % (path, e)) from None
+    return tuple(value)
 
 
 def _check_matcher(path: str, value: Any, where: str, desc: str) -> bool | tuple[str, ...]:
@@ -409,6 +429,8 @@ def _apply(cfg: Config, path: str, data: dict[str, Any], overlay_of: Config | No
     data = dict(data)
     eggs = data.pop("eggs", ())
     profs = data.pop("profiles", ())
+    for key in ("redact", "never_record"):  # rules add up across files: a project never removes one
+        data[key] = tuple(dict.fromkeys(getattr(cfg, key) + data.get(key, ())))
     if overlay_of is not None:
         theirs = {"[eggs] %s" % n for n, _ in overlay_of.eggs} | {"[profiles.%s]" % n for n, _ in overlay_of.profile_defs}
         for label in ["[eggs] %s" % n for n, _ in eggs] + ["[profiles.%s]" % n for n, _ in profs]:

@@ -97,7 +97,10 @@ def _parse(raw: str):
     try:
         return ujson.loads(raw)
     except ValueError as e:
-        raise ValueError("payload is not valid JSON (%s): %.80r" % (e, raw)) from None
+        from .redact import redact_text
+
+        # hook.log quotes the start of the payload: redacted, and long enough that no secret is cut in two
+        raise ValueError("payload is not valid JSON (%s): %.80r" % (e, redact_text(raw[:16384]))) from None
 
 
 def _event_of(payload) -> str:

@@ -69,6 +69,13 @@ class Candidate:
 
     __reduce__ = dataclass_reduce
 
+    @property
+    def redacted(self) -> bool:
+        """Its Work or outcome was redacted or withheld at capture: not what the call really showed."""
+        from .redact import marked
+
+        return marked(self.outcome.data) or marked(self.work.data)
+
 
 def patterns_of(work: Atom) -> tuple[Pattern, ...]:
     """The comparison patterns of a Work: its clauses once there are several, else itself."""
@@ -262,12 +269,18 @@ class Match:
     grounded: Atom | None  # the prior output's lines holding the fragment's identifying units
     tool: bool
     retrieved: bool = False
+    redacted: bool = False  # the prior call's Work or outcome holds a redaction marker (Candidate.redacted)
 
     @property
     def completed(self) -> bool:
-        """The forward reusable-work gate (see the module docstring)."""
+        """The forward reusable-work gate (see the module docstring).
+
+        A redacted or withheld prior output is never the real output of the call, so it
+        never stands in for running it (it may still be advice).
+        """
         return (not self.retrieved and self.tool and self.pin and self.past_identity > 0 and not self.new_options
-                and self.reads and (self.din or self.additive) and (self.past.whole or self.grounded is not None))
+                and self.reads and (self.din or self.additive) and (self.past.whole or self.grounded is not None)
+                and not self.redacted)
 
     @property
     def relevant(self) -> bool:
@@ -345,7 +358,7 @@ def match_pair(corpus: Corpus, demand: Value, cur: Pattern, ci: int, pi: int, wc
         past_identity=covered_wp, anchored=any(corpus.rare(past.lg.units[i].text) for i in ip),
         reads=reads, additive=additive,
         new_options=bool(cur_opts - past_opts),
-        past_frag=_frag(past, ip), cur_frag=cur_frag, grounded=grounded, tool=cand.tool,
+        past_frag=_frag(past, ip), cur_frag=cur_frag, grounded=grounded, tool=cand.tool, redacted=cand.redacted,
     )
 
 
@@ -401,7 +414,8 @@ def identity_match(corpus: Corpus, demand: Atom, ci: int) -> Match:
     cand = corpus.candidates[ci]
     cur, past = patterns_of(demand)[0], cand.patterns[0]
     whole = Pattern(past.text, cand.work, True, past.lg, past.framing)
-    return Match(demand, ci, whole, cur, True, True, 1.0, 1.0, 1.0, True, True, True, False, cand.work, demand, None, cand.tool)
+    return Match(demand, ci, whole, cur, True, True, 1.0, 1.0, 1.0, True, True, True, False, cand.work, demand, None, cand.tool,
+                 redacted=cand.redacted)
 
 
 def projection_outcome(corpus: Corpus, m: Match) -> Atom:

@@ -14,6 +14,7 @@ from typing import IO
 from . import stage
 from .paths import find_project
 from .records import index_items, view_of_turn
+from .redact import redact_record
 from .store import EggError, Store
 from .turns import Turn, TurnError, compile_turn, parse_turn, relative_cwd
 
@@ -28,8 +29,13 @@ class Saved:
 
 
 def save_turn(store: Store, record: dict, root: str | None = None) -> Saved:
-    """Compile and commit one decoded turn record (the in-process form of egg-save)."""
-    t = parse_turn(record)
+    """Compile and commit one decoded turn record (the in-process form of egg-save).
+
+    The record is redacted with the built-in rules first (redact.py): a journal the hooks
+    wrote is already redacted (and stays the same), and a record from anywhere else
+    (egg-save's input, a journal written before redaction existed) is made so here.
+    """
+    t = parse_turn(redact_record(record))
     if t.cwd:
         base = root if root is not None else find_project(t.cwd)
         t = Turn(t.session, t.turn, relative_cwd(t.cwd, base), t.prompt, t.tools, t.answer)

@@ -109,14 +109,35 @@ def _turn_selection(events: list[dict]) -> dict | None:
     return sel if isinstance(sel, dict) else None
 
 
-def _seal(journal: Journal, session: str, turn: str, answer: object, why: str) -> None:
+REDACT_KEYS = ("redact", "never_record")  # the config's own rules, snapshotted in the turn's prompt event
+
+
+def _redact(payload: dict, rules: dict | None) -> None:
+    """Redact the payload in place before any of it is journaled or sent (redact.py).
+
+    `rules` holds the turn's snapshotted REDACT_KEYS (the prompt event, or the config at
+    UserPromptSubmit); the built-in rules always apply. Everything downstream (the journal,
+    the manager, the handoff and chat state built from it) sees only the redacted payload.
+    """
+    from ..redact import redact_payload, rules as compiled
+
+    rules = rules or {}
+    redact_payload(payload, compiled(rules.get("redact") or (), rules.get("never_record") or ()))
+
+
+def _prompt_event(events: list[dict]) -> dict | None:
+    return next((e for e in events if e.get("event") == "prompt"), None)
+
+
+def _seal(journal: Journal, session: str, turn: str, answer: object, why: str, events: list | None = None) -> None:
     """Mark a journaled turn finished: from here it is whole and may leave the queue.
 
     Once per turn, except that the host's own Stop may follow our interrupted mark.
+    `events` are the turn's journaled events when the caller has just read them.
     """
     if not journal.has(session, turn):
         return
-    seal = sealed(journal.read(session, turn))
+    seal = sealed(journal.read(session, turn) if events is None else events)
     if seal is not None and (why != "Stop" or seal.get("why") == "Stop"):
         return
     journal.append(session, turn, {"event": "stop", "answer": answer if isinstance(answer, str) else None, "why": why, "time": _now()})
@@ -141,6 +162,8 @@ def record(payload: object, paths: Paths) -> Step | None:
         turn = _turn_id(payload, journal, session)
         if turn is None or not journal.has(session, turn):
             return None  # a turn is journaled only if its prompt was: memory is off for it
+        events = journal.read(session, turn)
+        _redact(payload, _prompt_event(events))  # stored and proposed inputs alike, before anything is kept
         if event != "PreToolUse":  # durable before anything else
             journal.append(session, turn, {
                 "event": "tool",
@@ -152,7 +175,7 @@ def record(payload: object, paths: Paths) -> Step | None:
             })
         else:
             _need_str(payload, "tool_name")
-        return step(turn, _turn_selection(journal.read(session, turn)))
+        return step(turn, _turn_selection(events))
 
     if event == "UserPromptSubmit":
         prompt = _need_str(payload, "prompt")
@@ -166,8 +189,11 @@ def record(payload: object, paths: Paths) -> Step | None:
         sel = _selection(cfg, paths, session, turn)
         if sel is None:
             return None
+        rules = {k: list(getattr(cfg, k)) for k in REDACT_KEYS if getattr(cfg, k)}  # the turn's tool events use these
+        _redact(payload, rules)
+        prompt = payload["prompt"]
         journal.append(session, turn, {"event": "prompt", "session": session, "turn": turn, "cwd": cwd, "prompt": prompt,
-                                       "selection": sel, "write": sel.get("write"), "root": cfg.project_root, "time": _now()})
+                                       "selection": sel, "write": sel.get("write"), "root": cfg.project_root, "time": _now(), **rules})
         journal.set_current(session, turn)
         return step(turn, sel)
 
@@ -175,7 +201,9 @@ def record(payload: object, paths: Paths) -> Step | None:
         turn = _turn_id(payload, journal, session)
         if turn is None or not journal.has(session, turn):
             return None  # nothing journaled: nothing to seal or save
-        _seal(journal, session, turn, payload.get("last_assistant_message") if event == "Stop" else None, event)
+        events = journal.read(session, turn)
+        _redact(payload, _prompt_event(events))
+        _seal(journal, session, turn, payload.get("last_assistant_message") if event == "Stop" else None, event, events)
         return step(turn, None, answer_needed=False)
 
     if event == "PostCompact" or (event == "SessionStart" and payload.get("source") == "compact"):
@@ -188,6 +216,7 @@ def record(payload: object, paths: Paths) -> Step | None:
         cfg = _load_config(paths, cwd, config_file)
         if not cfg.enabled:
             return None  # memory is off in this project: start nothing
+        _redact(payload, None)  # it goes to the manager
         return step(None, None)
     return step(None, None, answer_needed=False)  # other events: nothing to add
 
