@@ -106,7 +106,7 @@ def _turn_selection(events: list[dict]) -> dict | None:
     return sel if isinstance(sel, dict) else None
 
 
-def _seal(journal: Journal, session: str, turn: str, answer: object, why: str) -> None:
+def _seal(journal: Journal, session: str, turn: str, answer: object, why: str, note: dict | None = None) -> None:
     """Mark a journaled turn finished: from here it is whole and may leave the queue.
 
     Once per turn, except that the host's own Stop may follow our interrupted mark.
@@ -116,7 +116,85 @@ def _seal(journal: Journal, session: str, turn: str, answer: object, why: str) -
     seal = sealed(journal.read(session, turn))
     if seal is not None and (why != "Stop" or seal.get("why") == "Stop"):
         return
-    journal.append(session, turn, {"event": "stop", "answer": answer if isinstance(answer, str) else None, "why": why, "time": _now()})
+    journal.append(session, turn, {"event": "stop", "answer": answer if isinstance(answer, str) else None, "why": why, "time": _now(), **(note or {})})
+
+
+def _journal_tool(paths: Paths, journal: Journal, session: str, turn: str, event: str, ev: dict) -> bool:
+    """Journal one tool result (True), or quarantine it alone when no turn could store it."""
+    from ..events import tool_problem
+
+    why = tool_problem(ev)
+    if why is None:
+        journal.append(session, turn, ev)
+        return True
+    from .. import quarantine
+
+    where = quarantine.add(paths.data_root, session, turn, event, why, quarantine.payload_text(ev))
+    _log(paths, "quarantine")("%s of turn %s: %s; the event is kept in %s, the rest of the turn is recorded" % (event, turn, why, where))
+    return False
+
+
+def quarantine_raw(raw: str, paths: Paths, why: str) -> str | None:
+    """Keep a payload ujson cannot read (a 5,000-digit number, 10,000 nested lists) when it is an
+    event of a recorded turn; the quarantine file's path, or None when it is not one."""
+    import re
+
+    import ujson
+
+    def field(key: str) -> str | None:
+        m = re.search(r'"%s"\s*:\s*("(?:[^"\\]|\\.)*")' % key, raw)
+        try:
+            v = ujson.loads(m.group(1)) if m else None
+        except ValueError:
+            return None
+        return v if isinstance(v, str) and v else None
+
+    session, cwd = field("session_id"), field("cwd") or os.getcwd()
+    if session is None or (not os.environ.get("EGGSHELL_CONFIG") and find_project(cwd) is None):
+        return None
+    journal = Journal(paths.journal_dir)
+    turn = field("turn_id") or field("prompt_id") or journal.current(session)
+    if turn is None or not journal.has(session, turn):
+        return None  # not a recorded turn: nothing of it may be kept
+    from .. import quarantine
+
+    event = field("hook_event_name") or "?"
+    return quarantine.add(paths.data_root, session, turn, event, why, quarantine.cut(raw))  # the caller logs it
+
+
+REPAIRED = "eggshell_lone_surrogates"  # set by admit: how many lone surrogates became U+FFFD
+
+
+def admit(payload: object) -> object:
+    """The payload as it will be handled: a tool output past events.OUTPUT_CHARS cut (with a
+    mark), and every lone UTF-16 surrogate replaced by U+FFFD (counted under REPAIRED).
+
+    Done before the journal, the manager or matching sees it, so a 50 MB log costs what 1 MB
+    does and no later step meets text that cannot be UTF-8.
+    """
+    if not isinstance(payload, dict):
+        return payload
+    from ..events import capped_output, well_formed
+
+    out = dict(payload)
+    if out.get("hook_event_name") in TOOL_EVENTS:
+        for key in ("tool_response", "error"):
+            if key in out:
+                out[key] = capped_output(out[key])
+    try:
+        out, n = well_formed(out)
+    except RecursionError:
+        return out  # nested past any limit: quarantined at record
+    if n:
+        out[REPAIRED] = n
+    return out
+
+
+def _noted(payload: dict, ev: dict) -> dict:
+    """The journal event, saying how many lone surrogates of its payload became U+FFFD."""
+    if payload.get(REPAIRED):
+        ev["lone_surrogates"] = payload[REPAIRED]
+    return ev
 
 
 def record(payload: object, paths: Paths) -> Step | None:
@@ -139,14 +217,17 @@ def record(payload: object, paths: Paths) -> Step | None:
         if turn is None or not journal.has(session, turn):
             return None  # a turn is journaled only if its prompt was: memory is off for it
         if event != "PreToolUse":  # durable before anything else
-            journal.append(session, turn, {
+            tid = payload.get("tool_use_id")
+            kept = _journal_tool(paths, journal, session, turn, event, _noted(payload, {
                 "event": "tool",
-                "name": _need_str(payload, "tool_name"),
-                "id": payload.get("tool_use_id") if isinstance(payload.get("tool_use_id"), str) else os.urandom(16).hex(),
+                "name": payload.get("tool_name"),
+                "id": tid if isinstance(tid, str) and tid else os.urandom(16).hex(),
                 "input": payload.get("tool_input"),
                 "output": tool_output(payload),
                 "time": _now(),
-            })
+            }))
+            if not kept:
+                return None  # quarantined: nothing to answer from
         else:
             _need_str(payload, "tool_name")
         return step(turn, _turn_selection(journal.read(session, turn)))
@@ -163,8 +244,8 @@ def record(payload: object, paths: Paths) -> Step | None:
         sel = _selection(cfg, paths, session, turn)
         if sel is None:
             return None
-        journal.append(session, turn, {"event": "prompt", "session": session, "turn": turn, "cwd": cwd, "prompt": prompt,
-                                       "selection": sel, "write": sel.get("write"), "root": cfg.project_root, "time": _now()})
+        journal.append(session, turn, _noted(payload, {"event": "prompt", "session": session, "turn": turn, "cwd": cwd, "prompt": prompt,
+                                       "selection": sel, "write": sel.get("write"), "root": cfg.project_root, "time": _now()}))
         journal.set_current(session, turn)
         return step(turn, sel)
 
@@ -172,7 +253,7 @@ def record(payload: object, paths: Paths) -> Step | None:
         turn = _turn_id(payload, journal, session)
         if turn is None or not journal.has(session, turn):
             return None  # nothing journaled: nothing to seal or save
-        _seal(journal, session, turn, payload.get("last_assistant_message") if event == "Stop" else None, event)
+        _seal(journal, session, turn, payload.get("last_assistant_message") if event == "Stop" else None, event, _noted(payload, {}))
         return step(turn, None, answer_needed=False)
 
     if event == "PostCompact" or (event == "SessionStart" and payload.get("source") == "compact"):
@@ -259,6 +340,7 @@ def _status(paths: Paths, st: Step, res) -> dict:
 
 def handle(payload: object, paths: Paths, effects: list | None = None, res=None, host: str = "codex") -> dict:
     """Both steps in this process (no manager): the reply for one hook event."""
+    payload = admit(payload)
     st = record(payload, paths)
     if st is None:
         return {}
@@ -282,7 +364,7 @@ def settle_here(paths: Paths, st: Step, res) -> None:
     path = journal.turn_path(st.session, st.turn)
     if not os.path.exists(path):
         return
-    done = settle(journal, path, res.store, resolver(paths))
+    done = settle(journal, path, res.store, resolver(paths), _log(paths, "save queue"))
     if done.index:
         from ..config import ConfigError
 

@@ -1,0 +1,295 @@
+"""Issue 10 section 6: no event, byte or disk state loses work.
+
+Requirements, each with real hook processes, files and filesystems where it matters:
+1. lone UTF-16 surrogates (Node's JSON.stringify of a string cut inside an emoji) in a
+   prompt, a tool output and an answer: the turn lands in the .egg, each lone half as U+FFFD;
+2. one malformed event (a tool name over two lines, a non-string tool name, Infinity or NaN,
+   input nested 300 or 10,000 levels, a 5,000-digit integer) is quarantined alone (logged,
+   kept in <data root>/quarantine/events.ndjson, owner-only) and the rest of the turn is
+   stored; an empty tool_use_id is given a fresh id like a missing one; a journal written
+   before these checks still saves everything else at Stop;
+3. a write cut short (a nearly full disk: os.write returning less, RLIMIT_FSIZE, a real
+   64 KB tmpfs) fails the event loudly (log line or stderr, {} reply) and leaves no torn
+   line: the next event is journaled whole and the turn is saved.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+
+import pytest
+
+from eggshell import hook
+from eggshell.journal import Journal
+from helpers import read_bytes
+from test_hook import EGG_HOOK, Env, one_json_object
+
+
+@pytest.fixture
+def env(tmp_path):
+    return Env(tmp_path)
+
+
+def claude(env: Env, event: str, **kw) -> dict:
+    return {"hook_event_name": event, "session_id": "claude-s", "cwd": env.project, "transcript_path": "/dev/null", **kw}
+
+
+def run_claude(env: Env, payload: dict) -> dict:
+    r = env.run_bin(json.dumps(payload), "claude")  # json.dumps writes a lone surrogate as \udXXX, as Node does
+    assert r.returncode == 0, r.stderr
+    return one_json_object(r.stdout)
+
+
+def quarantine_file(env: Env) -> str:
+    return os.path.join(env.data, "quarantine", "events.ndjson")  # as docs/privacy.md says
+
+
+def quarantined(env: Env) -> list[dict]:
+    p = quarantine_file(env)
+    if not os.path.exists(p):
+        return []
+    with open(p, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+# -- 1. lone surrogates --------------------------------------------------------------------------
+
+
+def test_lone_surrogates_in_prompt_output_and_answer_reach_the_egg(env):
+    run_claude(env, claude(env, "UserPromptSubmit", prompt_id="p-1", prompt="why is the log cut here \ud83d?"))
+    run_claude(env, claude(env, "PostToolUse", prompt_id="p-1", tool_name="Bash", tool_input={"command": "tail -c 9 app.log"},
+                           tool_response={"stdout": "done \ud83d", "stderr": "", "interrupted": False}, tool_use_id="toolu_1"))
+    run_claude(env, claude(env, "PostToolUse", prompt_id="p-1", tool_name="Read", tool_input={"file_path": "notes\udc00.md"},
+                           tool_response={"file": {"content": "\udc00 tail"}}, tool_use_id="toolu_2"))
+    run_claude(env, claude(env, "Stop", prompt_id="p-1", last_assistant_message="the emoji was cut: \ud83d"))
+    (v,) = env.views()
+    assert v.prompt == "why is the log cut here \ufffd?"
+    assert [t.outcome for t in v.tools] == ["done \ufffd", '{"file":{"content":"\ufffd tail"}}']
+    assert v.tools[1].work == 'Read\n{"file_path":"notes\ufffd.md"}'
+    assert v.answer == "the emoji was cut: \ufffd"
+    assert env.log_text() == ""
+
+
+def test_the_journal_says_how_many_surrogates_it_replaced(env):
+    env.respond(env.prompt("a \ud83d and a \udc00"))
+    (ev,) = Journal(env.data + "/journal").read("sess-1", "turn-1")
+    assert ev["prompt"] == "a \ufffd and a \ufffd" and ev["lone_surrogates"] == 2
+
+
+def test_payload_bytes_that_are_not_utf8_do_not_cost_the_event(env):
+    env.respond(env.prompt("where is it"))
+    raw = json.dumps(env.tool("cat blob", "start END", use="c-bytes")).encode().replace(b"END", b"\xff\xfe end")
+    r = subprocess.run([EGG_HOOK, "codex"], input=raw,
+                       capture_output=True, env=env.proc_env(), cwd=env.project, timeout=30)
+    assert r.returncode == 0 and r.stderr == b""
+    env.respond(env.stop("done"))
+    (v,) = env.views()
+    assert [t.outcome for t in v.tools] == ["start \ufffd\ufffd end"]
+
+
+# -- 2. one malformed event is quarantined, the turn is kept ------------------------------------------
+
+
+def _deep(levels: int) -> object:
+    v: object = []
+    for _ in range(levels - 1):
+        v = [v]
+    return v
+
+
+def _raw_deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+MALFORMED = {
+    # name: (PostToolUse fields or raw JSON text for tool_input, what the quarantine line says)
+    "tool name over two lines": ({"tool_name": "Ba\nsh", "tool_input": {"command": "ls"}}, "spans more than one line"),
+    "tool name a number": ({"tool_name": 7, "tool_input": {"command": "ls"}}, "tool name is int"),
+    "Infinity in the input": ({"tool_name": "Bash", "tool_input": {"timeout": "INF"}}, "non-finite number"),
+    "NaN in the output": ({"tool_name": "Bash", "tool_input": {"command": "stat"}, "tool_response": {"mtime": "NAN"}}, "non-finite number"),
+    "input nested 300 levels": ({"tool_name": "Bash", "tool_input": "DEEP300"}, "nested deeper than 256"),
+    "input nested 10,000 levels": ({"tool_name": "Bash", "tool_input": "DEEP10000"}, "not valid JSON"),
+    "a 5,000-digit integer": ({"tool_name": "Bash", "tool_input": "BIGINT"}, "not valid JSON"),
+}
+
+
+def _malformed_raw(env: Env, fields: dict) -> str:
+    p = env.ev("PostToolUse", **{"turn_id": "turn-1", "tool_use_id": "c-bad", "tool_response": "out\n", **fields})
+    text = json.dumps(p)
+    return (text.replace('"INF"', "Infinity").replace('"NAN"', "NaN").replace('"DEEP300"', _raw_deep(300))
+            .replace('"DEEP10000"', _raw_deep(10_000)).replace('"BIGINT"', "1" * 5000))
+
+
+@pytest.mark.parametrize("fields,why", MALFORMED.values(), ids=MALFORMED.keys())
+def test_one_malformed_event_is_quarantined_and_the_rest_of_the_turn_is_stored(env, fields, why):
+    env.run_bin(json.dumps(env.prompt("why does the build fail?")))
+    env.run_bin(json.dumps(env.tool("make", "error: missing ;\n", use="c-good-1")))
+    r = env.run_bin(_malformed_raw(env, fields))
+    assert r.returncode == 0 and one_json_object(r.stdout) == {}
+    env.run_bin(json.dumps(env.tool("git status", "clean\n", use="c-good-2")))
+    env.run_bin(json.dumps(env.stop("a missing semicolon")))
+    (v,) = env.views()
+    assert [t.use_id for t in v.tools] == ["c-good-1", "c-good-2"] and v.answer == "a missing semicolon"
+    (q,) = quarantined(env)
+    assert (q["session"], q["turn"], q["event"]) == ("sess-1", "turn-1", "PostToolUse") and why in q["why"]
+    assert "c-bad" in q["payload"]
+    assert "quarantine" in env.log_text() or "kept in %s" % quarantine_file(env) in env.log_text()
+    st = os.stat(quarantine_file(env))
+    assert stat.S_IMODE(st.st_mode) == 0o600 and stat.S_IMODE(os.stat(os.path.dirname(quarantine_file(env))).st_mode) == 0o700
+
+
+def test_an_empty_tool_use_id_gets_a_fresh_id_like_a_missing_one(env):
+    env.respond(env.prompt("why does the build fail?"))
+    env.respond(env.tool("make", "error\n", use=""))
+    env.respond(env.tool("make test", "1 failed\n", use=""))
+    env.respond(env.stop("it fails"))
+    (v,) = env.views()
+    assert [t.outcome for t in v.tools] == ["error\n", "1 failed\n"] and all(t.use_id for t in v.tools)
+    assert quarantined(env) == []
+
+
+def test_an_unparseable_payload_is_kept_only_for_a_recorded_turn(env):
+    bad = _malformed_raw(env, {"tool_name": "Bash", "tool_input": "BIGINT"})
+    assert one_json_object(env.run_bin(bad).stdout) == {}  # no prompt journaled: memory is off for this turn
+    env.respond(env.prompt("p", session="other"))
+    assert one_json_object(env.run_bin(bad).stdout) == {}  # another chat's turn is recorded, not this one
+    assert quarantined(env) == []
+    env.respond(env.prompt("p"))
+    assert one_json_object(env.run_bin(bad).stdout) == {}
+    assert [(q["session"], q["turn"]) for q in quarantined(env)] == [("sess-1", "turn-1")]
+
+
+def test_a_journal_from_before_the_checks_saves_the_rest_and_quarantines_the_bad_event(env):
+    env.respond(env.prompt("why does the build fail?"))
+    j = Journal(env.paths.journal_dir)
+    good = {"event": "tool", "name": "Bash", "input": {"command": "make"}, "output": "error\n", "time": "2026-01-01T00:00:00Z"}
+    j.append("sess-1", "turn-1", dict(good, id="c1"))
+    j.append("sess-1", "turn-1", dict(good, id="c2", input={"x": float("nan")}))  # ujson writes NaN, as old hooks did
+    j.append("sess-1", "turn-1", dict(good, id="", output="empty id\n"))
+    deep = _deep(1000)  # ujson reads and writes it; canonical JSON cannot
+    j.append("sess-1", "turn-1", dict(good, id="c4", input=deep))
+    env.respond(env.stop("a missing semicolon"))
+    (v,) = env.views()
+    assert [t.outcome for t in v.tools] == ["error\n", "empty id\n"] and v.answer == "a missing semicolon"
+    assert [q["why"].split(" ")[2] for q in quarantined(env)] == ["input", "input"]
+    assert not os.path.exists(j.turn_path("sess-1", "turn-1"))
+    assert "kept in %s" % quarantine_file(env) in env.log_text()
+
+
+# -- 3. a write cut short -------------------------------------------------------------------------------
+
+
+def test_a_short_os_write_is_finished_not_ignored(env, monkeypatch):
+    env.respond(env.prompt("why does the build fail?"))
+    real = os.write
+    calls = []
+
+    def short(fd, data):  # a nearly full disk: the kernel takes a few bytes at a time
+        calls.append(len(data))
+        return real(fd, bytes(data[:7]))
+
+    monkeypatch.setattr(os, "write", short)
+    env.respond(env.tool("make", "error: missing ;\n" * 20, use="c1"))
+    monkeypatch.setattr(os, "write", real)
+    assert len(calls) > 10
+    env.respond(env.stop("a missing semicolon"))
+    (v,) = env.views()
+    assert [t.outcome for t in v.tools] == ["error: missing ;\n" * 20]
+
+
+def test_a_write_that_stops_fails_the_event_loudly_and_leaves_no_torn_line(env, monkeypatch, capsys):
+    env.respond(env.prompt("why does the build fail?"))
+    path = Journal(env.paths.journal_dir).turn_path("sess-1", "turn-1")
+    before = read_bytes(path)
+    real = os.write
+
+    def full(fd, data):  # part of the line, then nothing: the disk filled up
+        if os.fstat(fd).st_ino == os.stat(path).st_ino:
+            if os.fstat(fd).st_size == len(before):
+                return real(fd, bytes(data[:10]))
+            return 0
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    assert hook.respond("codex", json.dumps(env.tool("make", "error\n", use="c1")), env.paths) == {}
+    monkeypatch.setattr(os, "write", real)
+    assert read_bytes(path) == before  # the partial line was taken back
+    assert "not written" in env.log_text() and "No space left" in env.log_text()
+    assert "egg-hook: failed open (OSError" in capsys.readouterr().err
+    env.respond(env.tool("make test", "1 failed\n", use="c2"))
+    env.respond(env.stop("it fails"))
+    (v,) = env.views()
+    assert [t.use_id for t in v.tools] == ["c2"]
+
+
+def test_a_real_short_write_under_a_file_size_limit(env):
+    """RLIMIT_FSIZE makes the kernel write only up to the limit, then refuse (EFBIG)."""
+    env.run_bin(json.dumps(env.prompt("why does the build fail?")))
+    path = Journal(env.paths.journal_dir).turn_path("sess-1", "turn-1")
+    before = read_bytes(path)
+    limit = len(before) + 100  # the tool line is longer: the kernel writes 100 bytes of it
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    p = json.dumps(env.tool("make", "error: missing ;\n" * 50, use="c1"))
+    r = subprocess.run([EGG_HOOK, "codex"], input=p, text=True,
+                       capture_output=True, env=env.proc_env(), cwd=env.project, timeout=30, preexec_fn=limited)
+    assert r.returncode == 0 and one_json_object(r.stdout) == {}
+    assert "failed open (OSError" in r.stderr and "File too large" in r.stderr
+    assert read_bytes(path) == before
+    env.run_bin(json.dumps(env.tool("git status", "clean\n", use="c2")))
+    env.run_bin(json.dumps(env.stop("done")))
+    (v,) = env.views()
+    assert [t.use_id for t in v.tools] == ["c2"] and v.answer == "done"
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A real 64 KB tmpfs (root only); unmounted afterwards."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    d = tmp_path / "tiny"
+    d.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(d)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here: %s" % r.stderr.strip())
+    try:
+        yield str(d)
+    finally:
+        subprocess.run(["umount", "-l", str(d)], check=False)
+
+
+def test_a_full_disk_fails_the_event_loudly_and_the_next_event_is_whole(env, tiny_fs):
+    data = os.path.join(tiny_fs, "data")
+    proc_env = dict(env.proc_env(), EGGSHELL_DATA_ROOT=data)
+    run = lambda p: subprocess.run([EGG_HOOK, "codex"],  # noqa: E731
+                                   input=json.dumps(p), text=True, capture_output=True, env=proc_env, cwd=env.project, timeout=30)
+    assert one_json_object(run(env.prompt("why does the build fail?")).stdout) is not None
+    j = Journal(os.path.join(data, "journal"))
+    path = j.turn_path("sess-1", "turn-1")
+    before = read_bytes(path)
+    filler = os.path.join(tiny_fs, "filler")
+    with open(filler, "wb") as f:  # leave about 2 KB free
+        try:
+            f.write(b"x" * (64 << 10))
+        except OSError as e:
+            assert e.errno == errno.ENOSPC
+    os.truncate(filler, os.path.getsize(filler) - 2048)
+    r = run(env.tool("make", "error: missing ;\n" * 1000, use="c-big"))  # 17 KB: does not fit
+    assert r.returncode == 0 and one_json_object(r.stdout) == {}
+    assert "failed open (OSError" in r.stderr and "No space left" in r.stderr
+    assert read_bytes(path) == before  # no torn line
+    os.unlink(filler)
+    run(env.tool("git status", "clean\n", use="c2"))
+    events = j.read_file(path)
+    assert [e.get("id") for e in events if e["event"] == "tool"] == ["c2"]
+    assert read_bytes(path).count(b"\n") == len(events)  # every line whole
