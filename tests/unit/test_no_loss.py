@@ -28,7 +28,7 @@ import pytest
 
 from eggshell import hook
 from eggshell.journal import Journal
-from helpers import read_bytes
+from helpers import read_bytes, real_venv
 from test_hook import EGG_HOOK, Env, one_json_object
 
 
@@ -293,3 +293,122 @@ def test_a_full_disk_fails_the_event_loudly_and_the_next_event_is_whole(env, tin
     events = j.read_file(path)
     assert [e.get("id") for e in events if e["event"] == "tool"] == ["c2"]
     assert read_bytes(path).count(b"\n") == len(events)  # every line whole
+
+
+# -- 4. a store's tail, and egg fsck ----------------------------------------------------------------------
+
+EGG = os.path.join(os.path.dirname(EGG_HOOK), "egg")
+SMALL_MEMORY = 600 << 20  # address space for a process that must not read a 2 GB tail into memory
+
+
+def three_turns(path: str) -> bytes:
+    from eggshell.save import save_turn
+    from eggshell.store import Store
+    from helpers import turn_record
+
+    s = Store.open(path)
+    for i in range(3):
+        save_turn(s, turn_record(turn="t%d" % i, prompt="step %d" % i), root="/")
+    return read_bytes(path)
+
+
+def fsck(*files: str, memory: int | None = None) -> subprocess.CompletedProcess:
+    def limit():
+        if memory:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    return subprocess.run([EGG, "fsck", *files], capture_output=True, text=True, timeout=60, preexec_fn=limit)
+
+
+def test_a_complete_last_record_without_its_newline_is_kept(egg):
+    from eggshell.records import turn_views
+    from eggshell.save import save_turn
+    from eggshell.store import Store
+    from helpers import turn_record
+
+    data = three_turns(egg)
+    with open(egg, "wb") as f:
+        f.write(data[:-1])  # only the final newline lost
+    r = fsck(egg)
+    assert r.returncode == 1 and "SHORTENED: the last line" in r.stdout and "is kept" in r.stdout
+    save_turn(Store.open(egg), turn_record(turn="t3", prompt="step 3"), root="/")
+    assert read_bytes(egg).startswith(data)  # the record is still there, with its newline back
+    assert sorted(v.turn for v in turn_views(Store.open(egg).graph)) == ["t0", "t1", "t2", "t3"]
+    assert fsck(egg).returncode == 0
+
+
+def _cut_mid_line(data: bytes) -> bytes:
+    return data[:-20]
+
+
+def _cut_before_commit(data: bytes) -> bytes:
+    return data[: data[:-1].rfind(b"\n") + 1]  # the last commit line is gone, its nodes are not
+
+
+@pytest.mark.parametrize("shorten,says", [
+    (_cut_mid_line, "DAMAGED: it ends in the middle of a line ("),
+    (_cut_before_commit, "DAMAGED: its last line is a node, not a commit"),
+    (lambda data: b"", "DAMAGED: it is empty (0 bytes)"),
+], ids=["cut in the middle of a line", "cut at the line before the last commit", "cut to nothing"])
+def test_fsck_reports_a_shortened_store_as_damaged(egg, shorten, says):
+    cut = shorten(three_turns(egg))
+    with open(egg, "wb") as f:
+        f.write(cut)
+    r = fsck(egg)
+    assert r.returncode == 1 and says in r.stdout and " ok" not in r.stdout, r.stdout
+    assert read_bytes(egg) == cut
+
+
+def test_a_2gb_sparse_tail_is_neither_read_nor_kept(egg):
+    from eggshell.records import turn_views
+    from eggshell.save import save_turn
+    from eggshell.store import Store
+    from helpers import turn_record
+
+    data = three_turns(egg)
+    with open(egg, "r+b") as f:
+        f.truncate(len(data) + 2**31)
+    r = fsck(egg, memory=SMALL_MEMORY)
+    assert r.returncode == 1 and "DAMAGED: 2147483648 bytes of NUL from byte %d to the end" % len(data) in r.stdout, r.stdout + r.stderr
+    code = ("import sys; sys.path[:0] = %r\n"
+            "from eggshell.store import Store\nfrom eggshell.records import turn_views\n"
+            "print(sorted(v.turn for v in turn_views(Store.open(%r).graph)))" % ([os.path.dirname(os.path.dirname(EGG)) + "/lib"], egg))
+    r = subprocess.run([real_venv() + "/bin/python", "-c", code],
+                       capture_output=True, text=True, timeout=60,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (SMALL_MEMORY, SMALL_MEMORY)))
+    assert r.returncode == 0 and r.stdout.strip() == "['t0', 't1', 't2']", r.stderr[-500:]
+    save_turn(Store.open(egg), turn_record(turn="t3", prompt="step 3"), root="/")  # a writer drops the zeros
+    assert os.path.getsize(egg) < len(data) + 10_000 and read_bytes(egg).startswith(data)
+    assert sorted(v.turn for v in turn_views(Store.open(egg).graph)) == ["t0", "t1", "t2", "t3"]
+
+
+def test_data_after_a_zero_filled_region_is_refused_unchanged(egg):
+    from eggshell.save import save_turn
+    from eggshell.store import EggError, Store
+    from helpers import turn_record
+
+    data = three_turns(egg)
+    damaged = data + b"\0" * 5000 + data.split(b"\n", 1)[1]
+    with open(egg, "wb") as f:
+        f.write(damaged)
+    with pytest.raises(EggError, match="NUL bytes from byte %d, then data" % len(data)):
+        save_turn(Store.open(egg), turn_record(turn="t3"), root="/")
+    assert read_bytes(egg) == damaged
+    r = fsck(egg)
+    assert r.returncode == 1 and "and then other data" in r.stdout
+
+
+def test_fsck_refuses_a_fifo_without_blocking(egg):
+    os.mkfifo(egg)
+    r = fsck(egg)  # opening a FIFO for reading would wait for a writer forever
+    assert r.returncode == 1 and r.stdout == "%s: is a FIFO (named pipe), not an .egg file; nothing was read\n" % egg
+
+
+def test_fsck_names_a_symlink_and_where_it_points(egg, tmp_path):
+    real = str(tmp_path / "real.egg")
+    three_turns(real)
+    os.symlink(real, egg)
+    r = fsck(egg)
+    assert r.returncode == 1
+    assert r.stdout.startswith("%s: is a symbolic link to %s; Eggshell refuses symlinked stores" % (egg, real)), r.stdout
+    assert "DAMAGED" not in r.stdout
