@@ -10,11 +10,23 @@ Requirements, each with real hook processes, files and filesystems where it matt
    before these checks still saves everything else at Stop;
 3. a write cut short (a nearly full disk: os.write returning less, RLIMIT_FSIZE, a real
    64 KB tmpfs) fails the event loudly (log line or stderr, {} reply) and leaves no torn
-   line: the next event is journaled whole and the turn is saved.
+   line: the next event is journaled whole and the turn is saved;
+4. a store whose last record lost only its newline keeps it; `egg fsck` exits 1 on a store
+   cut mid-line, cut before its last commit line, cut to nothing, or followed by a 2 GB
+   sparse tail (checked in 600 MB of address space), refuses a FIFO without blocking and
+   names a symlink with its target; data after zeros is refused, unchanged;
+5. budgets: a 50 MB tool output is stored as its first 1 MiB characters and a truncation
+   line, a 10 MB prompt is stored whole and matched by its head and tail within the budget,
+   a store or journal with a 2 GB sparse tail still answers and records in 600 MB, and an
+   absurd config (65 stores in a list, a 300 KB file) is refused naming the key
+   (tests/bench/bench_budgets.py measures the wall times);
+6. a chat lock held by another process never drops the turn: the selection is read
+   without the lock, `off`, a profile and a one-turn profile (which stays set) respected.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -412,3 +424,136 @@ def test_fsck_names_a_symlink_and_where_it_points(egg, tmp_path):
     assert r.returncode == 1
     assert r.stdout.startswith("%s: is a symbolic link to %s; Eggshell refuses symlinked stores" % (egg, real)), r.stdout
     assert "DAMAGED" not in r.stdout
+
+
+# -- 5. budgets: hostile sizes are capped before the work starts -------------------------------------------
+
+
+def run_limited(env: Env, payload: dict, memory: int | None = SMALL_MEMORY, **extra) -> tuple[dict, str, float]:
+    """One real egg-hook process, optionally with little address space: (reply, stderr, seconds)."""
+    import time
+
+    def limit():
+        if memory:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    t = time.monotonic()
+    r = subprocess.run([EGG_HOOK, "codex"], input=json.dumps(payload), capture_output=True, text=True,
+                       env=dict(env.proc_env(), **extra), cwd=env.project, timeout=120, preexec_fn=limit)
+    assert r.returncode == 0
+    return one_json_object(r.stdout), r.stderr, time.monotonic() - t
+
+
+def test_a_50mb_tool_output_is_stored_cut_with_a_mark_and_answered_in_budget(env):
+    OUTPUT_CHARS = 1 << 20  # as docs/hooks.md says
+    env.run_bin(json.dumps(env.prompt("show me the build log")))
+    big = "cc -c module.c  # step of the build\n" * ((50 << 20) // 36)
+    reply, err, took = run_limited(env, env.tool("cat build.log", big, use="c-big"), memory=None)
+    assert err == "" and took < 10
+    env.run_bin(json.dumps(env.stop("the log is long")))
+    (v,) = env.views()
+    out = v.tools[0].outcome
+    assert out == big[:OUTPUT_CHARS] + "\n[output truncated by Eggshell at %d of %d characters]" % (OUTPUT_CHARS, len(big))
+
+
+def test_a_10mb_prompt_is_stored_whole_and_matched_by_its_head_and_tail(env):
+    from test_hook import LATE_FEE_ANSWER, record_late_fee
+
+    record_late_fee(env)
+    prompt = "here is the whole log:\n" + "noise line of an unrelated log\n" * 330_000 + "where is late_fee computed?"
+    reply, err, took = run_limited(env, env.prompt(prompt, turn="t-big"), memory=None)
+    assert took < 10 and LATE_FEE_ANSWER in reply["hookSpecificOutput"]["additionalContext"], (took, err)
+    env.run_bin(json.dumps(env.stop("it is in billing.py", turn="t-big")))
+    assert next(v for v in env.views() if v.turn == "t-big").prompt == prompt
+
+
+def test_a_store_with_a_2gb_sparse_tail_still_answers_in_little_memory(env):
+    from test_hook import LATE_FEE_ANSWER, record_late_fee
+
+    record_late_fee(env)
+    with open(env.egg, "r+b") as f:
+        f.truncate(os.path.getsize(env.egg) + 2**31)
+    reply, err, _ = run_limited(env, env.prompt("how is late_fee computed?", turn="t2"))
+    assert LATE_FEE_ANSWER in reply["hookSpecificOutput"]["additionalContext"], err
+
+
+def test_a_journal_with_a_2gb_sparse_tail_still_records_the_turn_in_little_memory(env):
+    env.run_bin(json.dumps(env.prompt("why does the build fail?")))
+    path = Journal(env.paths.journal_dir).turn_path("sess-1", "turn-1")
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) + 2**31)
+    for p in (env.tool("make", "error: missing ;\n", use="c1"), env.stop("a missing semicolon")):
+        _, err, _ = run_limited(env, p)
+        assert err == ""
+    (v,) = env.views()
+    assert [t.use_id for t in v.tools] == ["c1"] and v.answer == "a missing semicolon"
+    assert not os.path.exists(path)
+
+
+@pytest.mark.parametrize("extra,says", [
+    ("read = [%s]\n" % ", ".join('".eggs/r%d.egg"' % i for i in range(65)), "'read' has 65 entries; at most 64"),
+    ("".join('e%d = ".eggs/e%d.egg"\n' % (i, i) for i in range(64)), "'eggs' has 65 entries; at most 64"),
+    ("[profiles.wide]\nread = [%s]\n" % ", ".join('"project"' for _ in range(65)), "[profiles.wide]: 'read' has 65 entries"),
+    ("# %s\n" % ("x" * (300 << 10)), "bytes; a config file may be at most 262144"),
+], ids=["a read list", "an [eggs] table", "a profile's read list", "a 300 KB file"])
+def test_an_absurd_config_is_refused_by_name_before_any_work(env, extra, says):
+    text = open(os.path.join(env.project, ".eggshell.toml")).read()
+    if extra.startswith("e0 = "):  # more stores under the template's [eggs]
+        text, extra = text.replace('project = ".eggs/work.egg"\n', 'project = ".eggs/work.egg"\n' + extra), ""
+    env.write_config(extra + text if not extra.startswith("[") else text + "\n" + extra)
+    r = env.run_bin(json.dumps(env.prompt("where is late_fee computed?")))
+    assert one_json_object(r.stdout) == {} and "ConfigError" in r.stderr and says in env.log_text(), env.log_text()
+
+
+# -- 6. a held chat lock ---------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def chat_lock_held(env: Env):
+    """Another process holding sess-1's control lock (as a slow `!egg` command would)."""
+    from eggshell.chat import control_path
+
+    lock = control_path(env.paths.state_dir, "sess-1") + ".lock"
+    os.makedirs(os.path.dirname(lock), exist_ok=True)
+    code = ("import portalocker, sys, time\nf = open(%r, 'a')\nportalocker.lock(f, portalocker.LOCK_EX)\n"
+            "print('locked', flush=True)\ntime.sleep(120)\n" % lock)
+    p = subprocess.Popen([real_venv() + "/bin/python", "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "locked\n"
+        yield p
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_a_held_chat_lock_never_drops_the_turn(env):
+    with chat_lock_held(env):
+        r = env.run_bin(json.dumps(env.prompt("why does the build fail?")))
+    assert r.returncode == 0 and r.stderr == ""
+    assert "another process held this chat's lock" in env.log_text() and "read without the lock" in env.log_text()
+    env.run_bin(json.dumps(env.tool("make", "error: missing ;\n", use="c1")))
+    env.run_bin(json.dumps(env.stop("a missing semicolon")))
+    (v,) = env.views()
+    assert [t.use_id for t in v.tools] == ["c1"] and v.answer == "a missing semicolon"
+
+
+def test_without_the_lock_off_and_a_one_turn_profile_are_still_respected(env):
+    from dataclasses import replace
+
+    from eggshell.chat import Chat
+
+    chat = Chat(env.paths.state_dir, "sess-1")
+    chat.update(lambda c: replace(c, next_profile="off"))
+    with chat_lock_held(env):
+        env.run_bin(json.dumps(env.prompt("do not record this", turn="t-off")))
+    assert not Journal(env.paths.journal_dir).has("sess-1", "t-off")
+    assert chat.peek().next_profile == "off"  # not used up without the lock: it also covers the next turn
+    chat.update(lambda c: replace(c, next_profile=None, profile="private"))
+    with chat_lock_held(env):
+        env.run_bin(json.dumps(env.prompt("read, do not record", turn="t-private")))
+    (prompt,) = Journal(env.paths.journal_dir).read("sess-1", "t-private")
+    assert prompt["selection"]["profile"] == "private" and prompt["write"] is None
+    chat.turn_off()
+    with chat_lock_held(env):
+        env.run_bin(json.dumps(env.prompt("memory is off", turn="t-disabled")))
+    assert not Journal(env.paths.journal_dir).has("sess-1", "t-disabled")

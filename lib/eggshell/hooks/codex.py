@@ -28,6 +28,7 @@ SEALING = ("Stop", "SessionEnd", "Interrupt")  # events that end a turn
 # Claude Code reports a failed tool call (a non-zero exit) as PostToolUseFailure, with `error` for output.
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 DEFAULT_BUDGET = 8000  # handoff characters when a turn's selection does not say (config.Config.handoff_chars)
+INQUIRY_CHARS = 4096  # characters of a prompt that search and matching see (see inquiry_of)
 
 
 class PayloadError(ValueError):
@@ -94,9 +95,16 @@ def _load_config(paths: Paths, cwd: str, config_file: str | None):
 
 def _selection(cfg, paths: Paths, session: str, turn: str) -> dict | None:
     """The selection this new turn runs under (the chat's profile, or a one-turn override)."""
-    from ..chat import Chat
+    from ..chat import Chat, ChatBusy
 
-    sel = Chat(paths.state_dir, session, _log(paths, "chat state")).begin_turn(cfg, turn)
+    log = _log(paths, "chat state")
+    chat = Chat(paths.state_dir, session, log)
+    try:
+        sel = chat.begin_turn(cfg, turn)
+    except ChatBusy as e:  # a held lock must not cost the turn: decide from what the state says now
+        sel = chat.begin_turn_unlocked(cfg)
+        log("%s; turn %s runs under profile %s (%s), read without the lock; a one-turn profile stays set"
+            % (e, turn, sel.profile, "recorded" if sel.write else "not recorded"))
     return sel.to_json() if sel.enabled else None
 
 
@@ -301,7 +309,7 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
     if st.event == "UserPromptSubmit":
         from ..handoff import relevant_tools
 
-        prompt = _need_str(payload, "prompt")
+        prompt = inquiry_of(_need_str(payload, "prompt"))
         cfg = _load_config(paths, st.cwd, st.config_file)  # how to rank (the stores are the turn's own)
         searcher = res.searcher(cfg, read)
         hits = searcher.search(prompt, cfg.top_k, cfg.min_coverage)
@@ -313,6 +321,18 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
                    hits=[x for x in hits if x.session != st.session or x.turn != st.turn])
         return _context("UserPromptSubmit", h.text)
     return {}
+
+
+def inquiry_of(prompt: str) -> str:
+    """What of a prompt is searched and matched: all of it, or its head and tail past INQUIRY_CHARS.
+
+    Matching costs grow with the text (a 1 MB pasted log took seconds); the question is
+    usually at one end. The journal and the store keep the whole prompt.
+    """
+    if len(prompt) <= INQUIRY_CHARS:
+        return prompt
+    half = INQUIRY_CHARS // 2
+    return prompt[:half] + "\n" + prompt[-half:]
 
 
 def _status(paths: Paths, st: Step, res) -> dict:
