@@ -73,7 +73,8 @@ def settle(journal: Journal, path: str, store_for: Callable[[str], object],
             committed, index = True, tuple(saved.index)
     removable = seal is not None and (write is not None or not journal.is_current(path) or _age(path) > KEEP_READ_ONLY_S)
     if removable:
-        _quarantine(journal, events, record, log)
+        if write is not None:  # a read-only turn keeps nothing once it leaves
+            _quarantine(journal, events, record, log)
         _unlink(path)
         _tidy(path)
     return Settled(path, committed, removable, index)

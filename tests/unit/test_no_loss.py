@@ -557,3 +557,24 @@ def test_without_the_lock_off_and_a_one_turn_profile_are_still_respected(env):
     with chat_lock_held(env):
         env.run_bin(json.dumps(env.prompt("memory is off", turn="t-disabled")))
     assert not Journal(env.paths.journal_dir).has("sess-1", "t-disabled")
+
+
+def test_a_read_only_turn_quarantines_nothing(env):
+    """A `private` turn's journal goes within the hour; its bad events must not outlive it."""
+    from dataclasses import replace
+
+    from eggshell.chat import Chat
+
+    Chat(env.paths.state_dir, "sess-1").update(lambda c: replace(c, profile="private"))
+    env.run_bin(json.dumps(env.prompt("read, do not record")))
+    env.run_bin(_malformed_raw(env, {"tool_name": "Ba\nsh", "tool_input": {"command": "ls"}}))
+    env.run_bin(_malformed_raw(env, {"tool_name": "Bash", "tool_input": "BIGINT"}))
+    j = Journal(env.paths.journal_dir)
+    j.append("sess-1", "turn-1", {"event": "tool", "name": "Bash", "id": "c9", "input": {"x": float("nan")}, "output": "", "time": "t"})
+    env.run_bin(json.dumps(env.stop("done")))
+    env.run_bin(json.dumps(env.prompt("next", turn="turn-2")))
+    from eggshell.commits import settle
+    from eggshell.store import Store
+
+    assert settle(j, j.turn_path("sess-1", "turn-1"), Store.open).removed  # the manager's pass: the read-only turn leaves
+    assert quarantined(env) == [] and "not kept, since the turn is not recorded" in env.log_text()

@@ -108,6 +108,12 @@ def _selection(cfg, paths: Paths, session: str, turn: str) -> dict | None:
     return sel.to_json() if sel.enabled else None
 
 
+def _recorded(journal: Journal, session: str, turn: str) -> bool:
+    """Whether a journaled turn is being recorded (it has a write store), so its events may be kept."""
+    sel = _turn_selection(journal.read(session, turn)) if journal.has(session, turn) else None
+    return bool(sel and sel.get("write"))
+
+
 def _turn_selection(events: list[dict]) -> dict | None:
     prompt = next((e for e in events if e.get("event") == "prompt"), None)
     sel = prompt.get("selection") if prompt else None
@@ -135,6 +141,9 @@ def _journal_tool(paths: Paths, journal: Journal, session: str, turn: str, event
     if why is None:
         journal.append(session, turn, ev)
         return True
+    if not _recorded(journal, session, turn):  # a read-only turn keeps nothing once it ends
+        _log(paths, "quarantine")("%s of turn %s: %s; not kept, since the turn is not recorded" % (event, turn, why))
+        return False
     from .. import quarantine
 
     where = quarantine.add(paths.data_root, session, turn, event, why, quarantine.payload_text(ev))
@@ -162,7 +171,7 @@ def quarantine_raw(raw: str, paths: Paths, why: str) -> str | None:
         return None
     journal = Journal(paths.journal_dir)
     turn = field("turn_id") or field("prompt_id") or journal.current(session)
-    if turn is None or not journal.has(session, turn):
+    if turn is None or not _recorded(journal, session, turn):
         return None  # not a recorded turn: nothing of it may be kept
     from .. import quarantine
 
