@@ -171,24 +171,40 @@ class Chat:
 
     # -- what hooks and controls do ---------------------------------------------------
 
+    def _pick(self, c: ChatControl, cfg: Config) -> Selection:
+        name = turn_profile(c, cfg)
+        try:
+            sel = cfg.selection(name)
+        except ConfigError as e:
+            self.log("%s: the chat's profile %r is not in the config (%s); using the default %r" % (self.path, name, e, cfg.default))
+            sel = cfg.selection(None)
+        if not c.enabled:
+            sel = replace(sel, enabled=False, read=(), write=None)
+        return sel
+
     def begin_turn(self, cfg: Config, turn: str) -> Selection:
         """The selection a new turn runs under; a one-turn `next` profile is used up here."""
         picked: list[Selection] = []
 
         def change(c: ChatControl) -> ChatControl:
-            name = turn_profile(c, cfg)
-            try:
-                sel = cfg.selection(name)
-            except ConfigError as e:
-                self.log("%s: the chat's profile %r is not in the config (%s); using the default %r" % (self.path, name, e, cfg.default))
-                sel = cfg.selection(None)
-            if not c.enabled:
-                sel = replace(sel, enabled=False, read=(), write=None)
-            picked.append(sel)
+            picked.append(self._pick(c, cfg))
             return replace(c, next_profile=None, last_turn=turn)
 
         self.update(change)
         return picked[0]
+
+    def begin_turn_unlocked(self, cfg: Config) -> Selection:
+        """The selection `begin_turn` would give, read without the lock another process holds.
+
+        On/off and the profile are respected. A one-turn `next` profile applies to this turn but
+        cannot be used up without the lock, so it stays set for the next turn too: that records
+        less than asked, never more. A state that cannot be read means off, as `load` decides.
+        """
+        try:
+            c = self._read()
+        except ChatStateError:
+            c = ChatControl(enabled=False, corrupt=True)
+        return self._pick(ChatControl() if c is None else c, cfg)
 
     def delivered(self, text: str, reason: str) -> ChatControl:
         """Remember the handoff the host received; call only once the reply was written."""

@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import shlex
+import stat
 import sys
 
 from . import __version__, config as _config, controls, eggfile as ef, stage
@@ -448,36 +449,110 @@ def _scrub_chats(paths: Paths, stores: list[Store]) -> None:
 def cmd_fsck(a, paths: Paths) -> int:
     status = 0
     for path in a.files:
-        if not os.path.exists(path):
-            say("%s: no such file" % path)
+        if not _fsck_one(path):
             status = 1
+    return status
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _refused(path: str) -> str | None:
+    """Why fsck will not open `path` at all (missing, a symlink, not a regular file), or None.
+
+    Checked with lstat before any open, so a FIFO never blocks and a symlink is named as one.
+    """
+    for p in (path, os.path.dirname(os.path.abspath(path))):
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            if p == path:
+                return "%s: no such file" % path
             continue
-        bad = 0
-        with open(path, "rb") as f:
-            data = f.read()
-        complete = data[: data.rfind(b"\n") + 1]
-        for n, line in enumerate(complete.split(b"\n")[:-1], 1):
-            try:
-                ef.parse_record(line)
-            except ef.RecordError as e:
-                say("%s:%d: %s" % (path, n, e))
-                bad += 1
+        if stat.S_ISLNK(st.st_mode):
+            what = "is" if p == path else "is in %s, which is" % p
+            return ("%s: %s a symbolic link to %s; Eggshell refuses symlinked stores (check the real path: "
+                    "egg fsck %s)" % (path, what, os.readlink(p), os.path.realpath(p)))
+        if p == path and not stat.S_ISREG(st.st_mode):
+            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+            return "%s: is %s, not an .egg file; nothing was read" % (path, kind)
+    return None
+
+
+def _fsck_one(path: str) -> bool:
+    """Check one store without changing it; says what it found, True when the store is whole."""
+    why = _refused(path)
+    if why is not None:
+        say(why)
+        return False
+    s = Store(path)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # never blocks, even if a FIFO was swapped in
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            say("%s: is not a regular file (it changed while being checked); nothing was read" % path)
+            return False
+        size = os.fstat(fd).st_size
+        bad, last = _bad_lines(f, path)
         if not bad:
+            f.seek(0)
             try:
-                s = Store.open(path)
+                s._read_from(f)
             except EggError as e:
                 say(str(e))
-                bad += 1
+                bad = 1
         if bad:
             say("%s: DAMAGED (%s); the file was not changed. Keep a copy; `egg compact` refuses damaged files." % (path, "%d bad line%s" % (bad, "" if bad == 1 else "s")))
-            status = 1
-            continue
-        g = s.graph
-        torn = len(data) - len(complete)
-        say("%s: ok: %d lines, %d commits, %d turns, %d roots, %d unions%s" % (
-            path, g.lines, len(g.commits), len(turn_views(g)), len(g.root_ids), len(g.unions()),
-            "; an incomplete last line (%d bytes, from an interrupted write) is ignored" % torn if torn else ""))
-    return status
+            return False
+        short = _shortened(s, fd, size, last)
+    if short:
+        say("%s: %s; the file was not changed" % (path, short))
+        return False
+    g = s.graph
+    say("%s: ok: %d lines, %d commits, %d turns, %d roots, %d unions" % (
+        path, g.lines, len(g.commits), len(turn_views(g)), len(g.root_ids), len(g.unions())))
+    return True
+
+
+def _bad_lines(f, path: str) -> tuple[int, object]:
+    """Report every complete line that is not a record (up to a NUL byte): (how many, the last record)."""
+    from .store import read_until_nul
+
+    data, _ = read_until_nul(f, 0)
+    bad, rec = 0, None
+    for n, line in enumerate(data[: data.rfind(b"\n") + 1].split(b"\n")[:-1], 1):
+        try:
+            rec = ef.parse_record(line)
+        except ef.RecordError as e:
+            say("%s:%d: %s" % (path, n, e))
+            bad += 1
+    return bad, rec
+
+
+def _shortened(s: Store, fd: int, size: int, last: object) -> str | None:
+    """How a store that loads was cut short, if it was: a torn or zero-filled tail, a lost final
+    newline, a last commit cut off at a line boundary, or nothing at all."""
+    from .store import complete_record, only_zeros
+
+    if size == 0:
+        return ("DAMAGED: it is empty (0 bytes); a store Eggshell wrote starts with a header line, so it was cut to "
+                "nothing, or its first commit never finished")
+    end = s._offset
+    if s.nul_at is not None:
+        zeros = only_zeros(fd, s.nul_at, size)
+        return ("DAMAGED: %d bytes of NUL from byte %d %s (a zero-filled or sparse tail); readers stop at byte %d, %s" % (
+            size - s.nul_at, s.nul_at, "to the end" if zeros else "and then other data", s.nul_at,
+            "the next commit removes them" if zeros else "and commits are refused until it is repaired by hand"))
+    if s.tail_len and complete_record(s, os.pread(fd, s.tail_len, end)):
+        return ("SHORTENED: the last line (%d bytes) lost its final newline; it is a complete record and is kept: "
+                "readers skip it until the next commit adds the newline" % s.tail_len)
+    if s.tail_len:
+        return ("DAMAGED: it ends in the middle of a line (%d bytes after byte %d: a write was cut off); readers "
+                "ignore it, the next commit removes it, and what that write held is lost" % (s.tail_len, end))
+    if isinstance(last, ef.NodeRecord):
+        return ("DAMAGED: its last line is a node, not a commit: every commit ends with its commit line, so the file "
+                "was cut at a line boundary and the commit that wrote those nodes is missing")
+    return None
 
 
 def cmd_compact(a, paths: Paths) -> int:

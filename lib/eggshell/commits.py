@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .journal import Journal, sealed, turn_record
+from .journal import Journal, bad_tools, sealed, turn_record
 from .save import save_turn
 from .turns import TurnError
 
@@ -47,11 +47,13 @@ def target(events: list[dict]) -> tuple[str | None, str | None, bool]:
 
 
 def settle(journal: Journal, path: str, store_for: Callable[[str], object],
-           resolve: Callable[[str], tuple[str | None, str | None]] | None = None) -> Settled:
+           resolve: Callable[[str], tuple[str | None, str | None]] | None = None,
+           log: Callable[[str], None] = lambda m: None) -> Settled:
     """Commit one journaled turn as far as it goes; remove its file once it is whole in the store.
 
     `store_for(path)` gives the Store to write (a warm process passes its own, kept current);
     `resolve(cwd)` gives (write egg, root) for a journal written before turns carried their target.
+    A tool event no turn can store is left out of the commit and quarantined when the file goes.
     """
     events = journal.read_file(path)
     seal = sealed(events)
@@ -71,9 +73,21 @@ def settle(journal: Journal, path: str, store_for: Callable[[str], object],
             committed, index = True, tuple(saved.index)
     removable = seal is not None and (write is not None or not journal.is_current(path) or _age(path) > KEEP_READ_ONLY_S)
     if removable:
+        if write is not None:  # a read-only turn keeps nothing once it leaves
+            _quarantine(journal, events, record, log)
         _unlink(path)
         _tidy(path)
     return Settled(path, committed, removable, index)
+
+
+def _quarantine(journal: Journal, events: list[dict], record: dict, log: Callable[[str], None]) -> None:
+    """Before a turn's file leaves the queue, keep the events no turn can store for the user."""
+    from . import quarantine
+
+    for ev, why in bad_tools(events):
+        data_root = os.path.dirname(os.path.abspath(journal.root))
+        where = quarantine.add(data_root, record.get("session"), record.get("turn"), "journal", why, quarantine.payload_text(ev))
+        log("save queue: a tool event of turn %s: %s; kept in %s, the rest of the turn was saved" % (record.get("turn"), why, where))
 
 
 def settle_all(journal: Journal, store_for: Callable[[str], object], resolve=None, log: Callable[[str], None] = lambda m: None,
@@ -84,7 +98,7 @@ def settle_all(journal: Journal, store_for: Callable[[str], object], resolve=Non
         if not only(path):
             continue
         try:
-            out.append(settle(journal, path, store_for, resolve))
+            out.append(settle(journal, path, store_for, resolve, log))
         except Exception as e:  # a full disk, a locked store: the file stays for the next pass
             log("save queue: %s: %s: %s (kept for the next pass)" % (path, type(e).__name__, e))
     return out

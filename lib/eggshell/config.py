@@ -30,6 +30,8 @@ class ConfigError(ValueError):
 
 
 BUILTIN = "(built-in)"
+MAX_ENTRIES = 64  # stores in a `read` list, names under [eggs], profiles: each one is opened or checked per prompt
+MAX_FILE_BYTES = 256 << 10  # a config is a few lines; parsing megabytes of TOML costs a hook seconds
 PROJECT_EGG = "project"  # the built-in egg: the `egg` key, inside each project
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")  # typed in `egg use NAME`: no spaces or quoting
 
@@ -211,9 +213,12 @@ def _check(path: str, key: str, value: Any, where: str) -> Any:
     if key == "semantic_matcher":
         return _check_matcher(path, value, where, desc)
     if isinstance(value, bool) and kind is not bool:
-        raise ConfigError("%s: %r must be %s, got %r" % (path, key, desc, value))
+        raise ConfigError("%s: %r must be %s, got %.200r" % (path, key, desc, value))
     if not isinstance(value, kind):
-        raise ConfigError("%s: %r must be %s, got %r" % (path, key, desc, value))
+        raise ConfigError("%s: %r must be %s, got %.200r" % (path, key, desc, value))
+    if isinstance(value, (list, dict)) and len(value) > MAX_ENTRIES:
+        raise ConfigError("%s: %r has %d entries; at most %d are allowed (each is checked at every prompt)" % (
+            path, key, len(value), MAX_ENTRIES))
     if key == "read":
         if not all(isinstance(p, str) and p for p in value):
             raise ConfigError("%s: 'read' must be %s" % (path, desc))
@@ -242,7 +247,7 @@ def _check(path: str, key: str, value: Any, where: str) -> Any:
     if key in ("bm25_k1", "bm25_b"):
         hi = 10 if key == "bm25_k1" else 1
         if not 0 <= value <= hi:
-            raise ConfigError("%s: %r must be %s, got %r" % (path, key, desc, value))
+            raise ConfigError("%s: %r must be %s, got %.200r" % (path, key, desc, value))
         return float(value)
     if key == "min_coverage":
         if not 0 <= value <= 1:
@@ -345,7 +350,9 @@ def _check_profiles(path: str, table: dict, egg_names: set[str], where: str) -> 
                 raise ConfigError("%s: %s: unknown key %r (known: %s; see docs/config.md)" % (path, where_, k, ", ".join(_PROFILE_KEYS)))
         read = body.get("read", [])
         if not isinstance(read, list) or not all(isinstance(n, str) and n for n in read):
-            raise ConfigError("%s: %s: 'read' must be a list of egg names like [\"project\"], got %r" % (path, where_, read))
+            raise ConfigError("%s: %s: 'read' must be a list of egg names like [\"project\"], got %.200r" % (path, where_, read))
+        if len(read) > MAX_ENTRIES:
+            raise ConfigError("%s: %s: 'read' has %d entries; at most %d are allowed" % (path, where_, len(read), MAX_ENTRIES))
         write = body.get("write", False)
         if write is False:
             write = None
@@ -406,7 +413,12 @@ def read_file(path: str, where: str) -> dict[str, Any]:
     """Parse and check one config file ("global", "project" or "explicit"); a missing file is empty."""
     try:
         with open(path, "rb") as f:
-            _check_trusted(path, os.fstat(f.fileno()))
+            st = os.fstat(f.fileno())
+            _check_trusted(path, st)
+            size = st.st_size
+            if size > MAX_FILE_BYTES:
+                raise ConfigError("%s: is %d bytes; a config file may be at most %d (it is read at every prompt)" % (
+                    path, size, MAX_FILE_BYTES))
             data = tomllib.load(f)
     except FileNotFoundError:
         return {}

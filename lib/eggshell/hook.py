@@ -40,7 +40,8 @@ environment:
 Register it with `egg install codex` rather than by hand."""
 
 
-def log_failure(paths: _paths.Paths, event: str, exc: BaseException) -> None:
+def log_failure(paths: _paths.Paths, event: str, exc: BaseException) -> bool:
+    """One line in hook.log; False when even that could not be written (a full disk)."""
     try:
         import traceback
 
@@ -50,11 +51,12 @@ def log_failure(paths: _paths.Paths, event: str, exc: BaseException) -> None:
         line = "%s %s %s: %s [%s]\n" % (when, event, type(exc).__name__, exc, tb)
         fd = os.open(paths.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, line.encode("utf-8", "replace"))
+            _paths.write_all(fd, line.encode("utf-8", "replace"))
         finally:
             os.close(fd)
+        return True
     except Exception:
-        pass
+        return False
 
 
 def respond(host: str, raw: str, paths: _paths.Paths, res=None) -> dict:
@@ -81,7 +83,7 @@ def respond_later(host: str, raw: str, paths: _paths.Paths, res=None) -> tuple[d
     event = "?"
     effects: list = []
     try:
-        payload = _parse(raw)
+        payload = _parse(raw, paths)
         event = _event_of(payload)
         from .hooks import codex
 
@@ -93,14 +95,31 @@ def respond_later(host: str, raw: str, paths: _paths.Paths, res=None) -> tuple[d
         return {}, []
 
 
-def _parse(raw: str):
-    try:
-        return ujson.loads(raw)
-    except ValueError as e:
-        from .redact import redact_text
+JSON_FAST_CHARS = 1 << 20  # past this, the standard library parses long strings several times faster
 
-        # hook.log quotes the start of the payload: redacted, and long enough that no secret is cut in two
-        raise ValueError("payload is not valid JSON (%s): %.80r" % (e, redact_text(raw[:16384]))) from None
+
+def _parse(raw: str, paths: _paths.Paths):
+    try:
+        if len(raw) <= JSON_FAST_CHARS:
+            return ujson.loads(raw)
+        import json  # a 50 MB tool output: about 0.4 s instead of 1.8 s
+
+        return json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        why = "payload is not valid JSON (%s)" % e
+    kept = None
+    try:
+        from .hooks import codex
+
+        kept = codex.quarantine_raw(raw, paths, why)  # a recorded turn's event: keep it for the user
+    except Exception as q:
+        log_failure(paths, "quarantine", q)
+    if kept:
+        raise ValueError("%s: kept in %s" % (why, kept))
+    from .redact import redact_text
+
+    # hook.log quotes the start of the payload: redacted, and long enough that no secret is cut in two
+    raise ValueError("%s: %.80r" % (why, redact_text(raw[:16384])))
 
 
 def _event_of(payload) -> str:
@@ -110,9 +129,10 @@ def _event_of(payload) -> str:
 
 
 def _failed(paths: _paths.Paths, event: str, e: BaseException) -> None:
-    log_failure(paths, event, e)
+    logged = log_failure(paths, event, e)
+    where = "details in %s" % paths.log_file if logged else "and %s could not be written either" % paths.log_file
     try:
-        print("%s: failed open (%s: %s); details in %s" % (PROG, type(e).__name__, e, paths.log_file), file=sys.stderr)
+        print("%s: failed open (%s: %s); %s" % (PROG, type(e).__name__, e, where), file=sys.stderr)
     except Exception:
         pass
 
@@ -143,7 +163,7 @@ def managed(host: str, raw: str, paths: _paths.Paths, deadline_from: float) -> t
 
     event = "?"
     try:
-        payload = _parse(raw)
+        payload = codex.admit(_parse(raw, paths))
         event = _event_of(payload)
         deadline = deadline_from + budget_s(event)
         try:
@@ -237,7 +257,9 @@ def main(argv: list[str]) -> int:
     paths = _paths.from_env()
     host = argv[0] if argv else "codex"
     try:
-        raw = sys.stdin.read()
+        stdin = getattr(sys.stdin, "buffer", None)
+        # Bytes that are not UTF-8 become U+FFFD: one bad byte must not cost the whole event.
+        raw = stdin.read().decode("utf-8", "replace") if stdin is not None else sys.stdin.read()
     except Exception as e:
         log_failure(paths, "?", e)
         raw = ""

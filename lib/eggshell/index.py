@@ -210,12 +210,13 @@ def append_trace(path: str, record: dict, log: Callable[[str], None]) -> None:
     import ujson
 
     try:
+        from .journal import append_whole
         from .paths import private_dir
 
         private_dir(os.path.dirname(os.path.abspath(path)))
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, (ujson.dumps(record, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8"))
+            append_whole(fd, (ujson.dumps(record, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8"), path, sync=False)
         finally:
             os.close(fd)
     except OSError as e:

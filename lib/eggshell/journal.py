@@ -9,13 +9,16 @@ ignored when read.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections import namedtuple
 
 import ujson
 
 from .hashing import hexdigest
-from .paths import private_dir
+from .paths import private_dir, write_all
+
+LOCK_WAIT_S = 2.0
 
 
 class Journal(namedtuple("Journal", "root")):
@@ -33,8 +36,12 @@ class Journal(namedtuple("Journal", "root")):
         return os.path.exists(self.turn_path(session, turn))
 
     def append(self, session: str, turn: str, event: dict[str, object]) -> None:
-        """Append one event and fsync; O_APPEND keeps concurrent small appends whole."""
-        line = (ujson.dumps(event, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8")
+        """Append one event and fsync, whole or not at all (see `append_whole`).
+
+        Parallel tool hooks of one turn append to one file; a write cut short (a nearly full
+        disk) raises, so the hook fails that event loudly instead of reporting it recorded.
+        """
+        line = _line(event)
         for attempt in (1, 2):  # the save queue may remove an emptied chat directory at this moment
             private_dir(self._session_dir(session))
             try:
@@ -44,11 +51,7 @@ class Journal(namedtuple("Journal", "root")):
                 if attempt == 2:
                     raise
         try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                line = b"\n" + line  # a crash tore the last line: keep this one whole
-            os.write(fd, line)
-            os.fsync(fd)
+            append_whole(fd, line, self.turn_path(session, turn))
         finally:
             os.close(fd)
 
@@ -89,14 +92,19 @@ class Journal(namedtuple("Journal", "root")):
         return sorted(out, key=lambda p: (_mtime(p), p))
 
     def read_file(self, path: str) -> list[dict[str, object]]:
-        """The events in one journal file (see `read`)."""
+        """The events in one journal file (see `read`); holes (a sparse region) are skipped unread."""
         try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except (FileNotFoundError, OSError):
             return []
+        try:
+            data = b"\n".join(_data_regions(fd))
+        finally:
+            os.close(fd)
         out = []
         for line in data.split(b"\n")[:-1]:
+            if not line or b"\0" in line:
+                continue
             try:
                 ev = ujson.loads(line)
             except ValueError:
@@ -129,6 +137,93 @@ def _mtime(path: str) -> int:
         return 0
 
 
+def _line(event: dict[str, object]) -> bytes:
+    """The event as one UTF-8 line; lone surrogates become U+FFFD, counted in `lone_surrogates`."""
+    text = ujson.dumps(event, ensure_ascii=False, escape_forward_slashes=False)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        from .events import well_formed
+
+        fixed, n = well_formed(event)
+        fixed["lone_surrogates"] = n
+        return (ujson.dumps(fixed, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8")
+
+
+def append_whole(fd: int, line: bytes, name: str, sync: bool = True) -> None:
+    """Append one line to an O_APPEND file (and fsync it), whole or not at all; raises OSError.
+
+    Under the file's lock: a write cut short is truncated away, since no one appended since.
+    A crash may still tear a line: the next append then starts on a fresh line.
+    """
+    locked = _lock(fd)
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        line = b"\n" + line  # a crash tore the last line: keep this one whole
+    try:
+        write_all(fd, line)
+        if sync:
+            os.fsync(fd)
+    except OSError as e:
+        if locked:
+            _truncate(fd, size)
+        raise OSError(e.errno, "%s: not written: %s" % (name, e.strerror or e)) from None
+
+
+def _lock(fd: int) -> bool:
+    """Take the file's lock, waiting at most LOCK_WAIT_S (an appender holds it for one write)."""
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False  # append anyway: a torn line is skipped, the next starts fresh
+            time.sleep(0.002)
+        except OSError:
+            return False
+
+
+def _truncate(fd: int, size: int) -> None:
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError:
+        pass  # the partial line stays; readers skip it and the next append starts a fresh line
+
+
+def _pread_all(fd: int, n: int, at: int) -> bytes:
+    parts = []
+    while n > 0:
+        b = os.pread(fd, min(n, 1 << 30), at)
+        if not b:
+            break
+        parts.append(b)
+        n, at = n - len(b), at + len(b)
+    return b"".join(parts)
+
+
+def _data_regions(fd: int) -> list[bytes]:
+    """The file's bytes outside holes: a 2 GB sparse region costs two seeks, not a 2 GB read."""
+    size = os.fstat(fd).st_size
+    out, pos = [], 0
+    while pos < size:
+        try:
+            start = os.lseek(fd, pos, os.SEEK_DATA)
+            end = os.lseek(fd, start, os.SEEK_HOLE)
+        except OSError as e:  # ENXIO: only a hole is left; EINVAL: no sparse support, read it all
+            if e.errno == errno.ENXIO:
+                break
+            start, end = pos, size
+        out.append(_pread_all(fd, end - start, start))
+        pos = end
+    return out
+
+
 def sealed(events: list[dict[str, object]]) -> dict[str, object] | None:
     """The turn's seal (its Stop, or the mark that it was interrupted), if it has one.
 
@@ -141,7 +236,8 @@ def sealed(events: list[dict[str, object]]) -> dict[str, object] | None:
 def turn_record(events: list[dict[str, object]], answer: str | None = None) -> dict[str, object] | None:
     """Assemble a turn record (turns.py's input) from journal events, or None without a prompt.
 
-    Without an `answer`, a sealed turn's own final message is used.
+    Without an `answer`, a sealed turn's own final message is used. A tool event that cannot
+    be stored (see `bad_tools`) is left out, so it never costs the rest of the turn.
     """
     if answer is None:
         seal = sealed(events)
@@ -152,10 +248,10 @@ def turn_record(events: list[dict[str, object]], answer: str | None = None) -> d
         return None
     tools = []
     seen: set[str] = set()
-    for e in events:
-        if e.get("event") == "tool" and e.get("id") not in seen:
-            seen.add(e.get("id"))
-            tools.append({"name": e.get("name"), "id": e.get("id"), "input": e.get("input"), "output": e.get("output")})
+    for e, _ in _tool_events(events, good=True):
+        if e["id"] not in seen:
+            seen.add(e["id"])
+            tools.append({"name": e.get("name"), "id": e["id"], "input": e.get("input"), "output": e.get("output")})
     return {
         "session": prompt.get("session"),
         "turn": prompt.get("turn"),
@@ -164,3 +260,22 @@ def turn_record(events: list[dict[str, object]], answer: str | None = None) -> d
         "tools": tools,
         "answer": answer,
     }
+
+
+def bad_tools(events: list[dict[str, object]]) -> list[tuple[dict[str, object], str]]:
+    """(event, why) for each journaled tool event no turn can store (a journal from before
+    hooks checked events at record time): the save queue quarantines them."""
+    return list(_tool_events(events, good=False))
+
+
+def _tool_events(events: list[dict[str, object]], good: bool):
+    from .events import tool_problem
+
+    for i, e in enumerate(events):
+        if e.get("event") != "tool":
+            continue
+        if not isinstance(e.get("id"), str) or not e["id"]:
+            e = dict(e, id="journal-line-%d" % i)  # stable: the journal only grows
+        why = tool_problem(e)
+        if (why is None) == good:
+            yield (e, why)

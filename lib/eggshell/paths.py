@@ -220,6 +220,19 @@ def secure_data_root(data_root: str) -> str | None:
         data_root, st.st_mode & 0o7777)
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte or raise: os.write may write only part (a nearly full disk, a size limit).
+
+    A write that makes no progress raises ENOSPC rather than looping or returning quietly.
+    """
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(errno.ENOSPC, "%s (a write of %d bytes made no progress)" % (os.strerror(errno.ENOSPC), len(view)))
+        view = view[n:]
+
+
 def fsync_dir(d: str) -> None:
     """Make a directory's entries (a created or renamed file) durable."""
     try:

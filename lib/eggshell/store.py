@@ -98,10 +98,11 @@ class Graph:
         nid = resolve_key(key, self.nodes)
         return nid, self.nodes[nid]
 
-    def ingest(self, numbered: Iterable[tuple[int, bytes]]) -> int:
+    def ingest(self, numbered: Iterable[tuple[int, bytes]], apply: bool = True) -> int:
         """Add complete lines (with their 1-based numbers); two passes, any order.
 
-        Raises EggError naming the first bad line; on error the graph is unchanged.
+        Raises EggError naming the first bad line; on error (or with apply=False, a check
+        only) the graph is unchanged.
         """
         where = self.path
         header = self.header
@@ -167,6 +168,8 @@ class Graph:
             for i in u.pair:
                 if i not in nodes:
                     raise EggError("%s:%d: unlink refers to node %s, which is not in the file" % (where, n, i[:12]))
+        if not apply:
+            return count
         # Everything checked: apply.
         self.header = header
         self.nodes.update(resolved)
@@ -361,7 +364,9 @@ class Store:
         self._offset = 0
         self._ident: tuple[int, int] | None = None
         self._sig = b""  # the last bytes read: if they changed, the file was replaced
-        self.torn = False
+        self.torn = False  # bytes follow the last complete line: a torn write, or damage
+        self.tail_len = 0  # bytes of an incomplete last line (up to a NUL byte)
+        self.nul_at: int | None = None  # where a NUL byte (a zero-filled or sparse tail) starts
         self.epoch = 0  # counts fresh starts (a replaced or deleted file): part of stamp()
 
     @staticmethod
@@ -423,9 +428,10 @@ class Store:
             self._start_over()  # replaced (compacted, purged) or shrunk: start over
         self._ident = ident
         f.seek(self._offset)
-        data = f.read()
+        data, self.nul_at = read_until_nul(f, self._offset)
         end = data.rfind(b"\n") + 1
-        self.torn = end < len(data)
+        self.tail_len = len(data) - end
+        self.torn = end < len(data) or self.nul_at is not None
         if end == 0:
             return 0
         first = self.graph.lines + 1
@@ -680,7 +686,7 @@ class _Locked:
             if created:
                 fsync_fd(self.dir_fd)
             self.store._read_from(self.f)  # validate first: a damaged file is never changed
-            _trim_torn_tail(self.f)
+            _settle_tail(self.f, self.store)
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -702,28 +708,92 @@ class _Locked:
         return False
 
 
-def _trim_torn_tail(f) -> None:
-    """Drop an incomplete last line (a writer died mid-append); only ever under the lock."""
-    size = f.seek(0, os.SEEK_END)
-    if size == 0:
-        return
-    back = min(size, 1 << 16)
-    f.seek(size - 1)
-    if f.read(1) == b"\n":
-        return
-    pos = size
-    while pos > 0:
-        start = max(0, pos - back)
-        f.seek(start)
-        chunk = f.read(pos - start)
-        i = chunk.rfind(b"\n")
+READ_CHUNK = 16 << 20
+
+
+def read_until_nul(f, start: int) -> tuple[bytes, int | None]:
+    """The bytes from `start` up to the end or the first NUL byte, and where that NUL is.
+
+    No record holds a NUL byte (JSON escapes it), so one marks a zero-filled or sparse tail
+    (a crash on some filesystems, a file extended by truncate): reading stops there instead
+    of loading gigabytes of zeros.
+    """
+    parts: list[bytes] = []
+    pos = start
+    while True:
+        chunk = f.read(READ_CHUNK)
+        if not chunk:
+            return b"".join(parts), None
+        i = chunk.find(b"\0")
         if i >= 0:
-            f.truncate(start + i + 1)
-            os.fsync(f.fileno())
-            return
-        pos = start
-    f.truncate(0)
-    os.fsync(f.fileno())
+            parts.append(chunk[:i])
+            return b"".join(parts), pos + i
+        parts.append(chunk)
+        pos += len(chunk)
+
+
+def only_zeros(fd: int, start: int, end: int) -> bool:
+    """Whether [start, end) holds nothing but NUL bytes; holes are skipped unread."""
+    pos = start
+    while pos < end:
+        try:
+            data_at = os.lseek(fd, pos, os.SEEK_DATA)
+            hole_at = min(os.lseek(fd, data_at, os.SEEK_HOLE), end)
+        except OSError as e:
+            if e.errno == errno.ENXIO:
+                return True  # only a hole is left
+            data_at, hole_at = pos, end  # no sparse support: read it all
+        while data_at < hole_at:
+            chunk = os.pread(fd, min(READ_CHUNK, hole_at - data_at), data_at)
+            if not chunk:
+                return True
+            if chunk.strip(b"\0"):
+                return False
+            data_at += len(chunk)
+        pos = hole_at
+    return True
+
+
+def _settle_tail(f, store: "Store") -> None:
+    """Make the file end on a complete line before appending; only ever under the lock.
+
+    After `_read_from`, `store._offset` is the end of the last complete line. What follows is
+    kept when it is one complete, valid record that only lost its newline (the newline is
+    added); dropped when it is a torn write or zeros up to the end (a crash); and refused,
+    unchanged, when data follows zeros (damage for `egg fsck` to report, not to trim).
+    """
+    size = f.seek(0, os.SEEK_END)
+    start = store._offset
+    if start >= size:
+        return
+    fd = f.fileno()
+    if store.nul_at is not None and not only_zeros(fd, store.nul_at, size):
+        raise EggError("%s: damaged: NUL bytes from byte %d, then data before the end (%d bytes); the file was not "
+                       "changed; `egg fsck %s` says more" % (store.path, store.nul_at, size, store.path))
+    keep = start
+    if store.tail_len:
+        line = os.pread(fd, store.tail_len, start)
+        if complete_record(store, line):
+            keep = start + len(line)
+    if keep < size:
+        f.truncate(keep)
+    if keep > start:
+        f.seek(keep)
+        f.write(b"\n")  # a complete record that lost only its newline: kept
+    f.flush()
+    os.fsync(fd)
+    if keep > start:
+        store._read_from(f)
+
+
+def complete_record(store: "Store", line: bytes) -> bool:
+    """Whether a last line without its newline is a whole record that fits the file."""
+    try:
+        ef.parse_record(line)
+        store.graph.ingest([(store.graph.lines + 1, line)], apply=False)
+        return True
+    except (ef.RecordError, EggError):
+        return False
 
 
 def write_compact(path: str, header: ef.Header, graphs: list[Graph], *, purge: bool = False) -> int:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
+from .events import terminal_text, well_formed
 from .identity import canonical_json
 from .values import Apply, Atom, E, Op, S, Value, apply
 
@@ -69,22 +70,8 @@ def normalize_output(output: Any) -> str:
     stderr; both become the text a terminal would have shown. Anything else is kept as
     canonical JSON so no information is lost.
     """
-    if output is None:
-        return ""
-    if isinstance(output, str):
-        return output
-    if isinstance(output, dict) and ("stdout" in output or "stderr" in output):
-        out = output.get("stdout") or ""
-        err = output.get("stderr") or ""
-        if not isinstance(out, str) or not isinstance(err, str):
-            return canonical_json(output)
-        text = out
-        if err:
-            text += ("" if not text or text.endswith("\n") else "\n") + err
-        if output.get("interrupted") is True:
-            text += ("" if not text or text.endswith("\n") else "\n") + "[interrupted]"
-        return text
-    return canonical_json(output)
+    text = terminal_text(output)
+    return canonical_json(output) if text is None else text
 
 
 def work_text(name: str, tool_input: Any) -> str:
@@ -105,14 +92,6 @@ def split_work(text: str) -> tuple[str, Any] | None:
         return None
 
 
-def _encodable(s: str, what: str) -> str:
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        raise TurnError("%s holds text that is not valid Unicode (a lone surrogate escape)" % what) from None
-    return s
-
-
 def _json_text(make, what: str) -> str:
     try:
         return make()
@@ -128,15 +107,37 @@ def _field(d: dict, key: str, kind: type, where: str, *, empty_ok: bool = False)
         raise TurnError("%s: %r must be a %s, got %s" % (where, key, kind.__name__, type(v).__name__))
     if kind is str and not empty_ok and not v:
         raise TurnError("%s: %r must not be empty" % (where, key))
-    if kind is str:
-        _encodable(v, "%s: %r" % (where, key))
     return v
 
 
-def parse_turn(d: Any) -> Turn:
-    """Validate a decoded turn record; raises TurnError naming the bad field."""
+def _tool(t: Any, where: str) -> ToolCall:
+    if not isinstance(t, dict):
+        raise TurnError("%s: must be an object with name, id, input, output" % where)
+    try:
+        t, _ = well_formed(t)
+    except RecursionError:
+        raise TurnError("%s: nested too deeply to be stored" % where) from None
+    name = _field(t, "name", str, where)
+    if "\n" in name:
+        raise TurnError("%s: 'name' must be one line" % where)
+    tid = _field(t, "id", str, where)
+    if "input" not in t:
+        raise TurnError("%s: missing 'input'" % where)
+    _json_text(lambda: canonical_json(t["input"]), "%s: 'input'" % where)
+    output = _json_text(lambda: normalize_output(t.get("output")), "%s: 'output'" % where)
+    return ToolCall(name, tid, t["input"], output)
+
+
+def parse_turn(d: Any, on_bad: Callable[[int, Any, TurnError], None] | None = None) -> Turn:
+    """Validate a decoded turn record; raises TurnError naming the bad field.
+
+    A lone UTF-16 surrogate anywhere becomes U+FFFD (see events.py). With `on_bad`, a tool
+    call that cannot be stored is handed to it (index, call, error) and left out, so one
+    malformed event never costs the rest of its turn.
+    """
     if not isinstance(d, dict):
         raise TurnError("a turn record must be a JSON object")
+    d = {k: (v if k == "tools" else well_formed(v)[0]) for k, v in d.items()}
     session = _field(d, "session", str, "turn")
     turn = _field(d, "turn", str, "turn")
     cwd = _field(d, "cwd", str, "turn", empty_ok=True)
@@ -146,24 +147,15 @@ def parse_turn(d: Any) -> Turn:
         raise TurnError("turn: 'tools' must be a list")
     tools = []
     for i, t in enumerate(tools_raw):
-        where = "tools[%d]" % i
-        if not isinstance(t, dict):
-            raise TurnError("%s: must be an object with name, id, input, output" % where)
-        name = _field(t, "name", str, where)
-        if "\n" in name:
-            raise TurnError("%s: 'name' must be one line" % where)
-        tid = _field(t, "id", str, where)
-        if "input" not in t:
-            raise TurnError("%s: missing 'input'" % where)
-        input_text = _json_text(lambda: canonical_json(t["input"]), "%s: 'input'" % where)
-        _encodable(input_text, "%s: 'input'" % where)
-        output = _encodable(_json_text(lambda: normalize_output(t.get("output")), "%s: 'output'" % where), "%s: 'output'" % where)
-        tools.append(ToolCall(name, tid, t["input"], output))
+        try:
+            tools.append(_tool(t, "tools[%d]" % i))
+        except TurnError as e:
+            if on_bad is None:
+                raise
+            on_bad(i, t, e)
     answer = d.get("answer")
     if answer is not None and not isinstance(answer, str):
         raise TurnError("turn: 'answer' must be a string or null")
-    if answer is not None:
-        _encodable(answer, "turn: 'answer'")
     if answer == "":
         answer = None
     return Turn(session, turn, cwd, prompt, tuple(tools), answer)

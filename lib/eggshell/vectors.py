@@ -44,7 +44,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from .identity import digest
-from .paths import fsync_dir, private_dir
+from .paths import fsync_dir, private_dir, write_all
 
 VERSION = 1
 MODEL_DOMAIN = "eggshell.vectors.model"
@@ -644,9 +644,7 @@ def _read_all(fd: int, size: int) -> bytes:
 def _write_file(path: str, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)

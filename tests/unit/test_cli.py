@@ -406,11 +406,11 @@ def test_fsck_semantic_damage_is_found_too(egg, store):
     assert read_bytes(store.path) == data
 
 
-def test_fsck_torn_tail_is_reported_not_trimmed(egg, store):
+def test_fsck_torn_tail_is_reported_as_damage_not_trimmed(egg, store):
     data = read_bytes(store.path) + b'{"node":"ab'
     open(store.path, "wb").write(data)
     rc, out, _ = egg("fsck", store.path)
-    assert rc == 0 and "an incomplete last line (11 bytes" in out
+    assert rc == 1 and "DAMAGED: it ends in the middle of a line (11 bytes after byte %d" % (len(data) - 11) in out
     assert read_bytes(store.path) == data
 
 

@@ -218,22 +218,28 @@ INFINITE_OUT = ('{"session":"s","turn":"t2","cwd":"","prompt":"p","answer":"a",'
                 '"tools":[{"name":"Bash","id":"u","input":{},"output":{"exit":1e999}}]}')
 
 
-@pytest.mark.parametrize(
-    "line,msg",
-    [(SURROGATE, "'prompt' holds text that is not valid Unicode"), (SURROGATE_OUT, "'output' holds text that is not valid Unicode"),
-     (SURROGATE_ANSWER, "'answer' holds text that is not valid Unicode"), (SURROGATE_IN, "'input' holds text that is not valid Unicode"),
-     (INFINITE_OUT, "'output' is not representable")],
-    ids=["lone surrogate in prompt", "lone surrogate in output", "lone surrogate in answer", "lone surrogate in input",
-         "non-finite number in output"],
-)
-def test_unencodable_input_is_a_reported_bad_line_not_a_crash(egg, line, msg):
-    # Node's JSON.stringify writes a lone surrogate (a tool output cut mid-pair) as a \udXXX
-    # escape, and ujson reads 1e999 as infinity: valid JSON that no stored text can hold.
-    text = turn_line(turn="t1", prompt="first") + line + "\n" + turn_line(turn="t3", prompt="third")
+def test_non_finite_number_is_a_reported_bad_line_not_a_crash(egg):
+    # ujson reads 1e999 as infinity: valid JSON that no stored text can hold.
+    text = turn_line(turn="t1", prompt="first") + INFINITE_OUT + "\n" + turn_line(turn="t3", prompt="third")
     bad, out, err = run_lines(egg, text, name="in.ndjson")
     assert bad == 1 and len(out) == 2
-    assert err.startswith("egg-save: in.ndjson:2: ") and msg in err
+    assert err.startswith("egg-save: in.ndjson:2: ") and "'output' is not representable" in err
     assert sorted(v.turn for v in turn_views(Store.open(egg).graph)) == ["t1", "t3"]
+
+
+@pytest.mark.parametrize("line,field,want", [
+    (SURROGATE, "prompt", "half a pair \ufffd"), (SURROGATE_OUT, "outcome", "cut \ufffd"),
+    (SURROGATE_ANSWER, "answer", "\ufffd tail"), (SURROGATE_IN, "work", 'Bash\n{"command":"echo \ufffd"}')],
+    ids=["lone surrogate in prompt", "lone surrogate in output", "lone surrogate in answer", "lone surrogate in input"])
+def test_lone_surrogates_are_saved_as_the_replacement_character(egg, line, field, want):
+    # Node's JSON.stringify writes a string cut mid-pair as a \udXXX escape: the turn is kept,
+    # with U+FFFD for the half character, between the lines around it.
+    text = turn_line(turn="t1", prompt="first") + line + "\n" + turn_line(turn="t3", prompt="third")
+    bad, out, err = run_lines(egg, text, name="in.ndjson")
+    assert (bad, err, len(out)) == (0, "", 3)
+    v = next(v for v in turn_views(Store.open(egg).graph) if v.turn == "t2")
+    got = getattr(v.tools[0], field) if field in ("outcome", "work") else getattr(v, field)
+    assert got == want
 
 
 # -- the program ---------------------------------------------------------------------------------

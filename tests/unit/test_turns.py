@@ -262,12 +262,6 @@ BAD_RECORDS = {
     "second tool bad": (turn_record(tools=[tool_call(), tool_call(id=7)]), r"tools\[1\]: 'id' must be a str"),
     "tool input NaN": (turn_record(tools=[tool_call(input={"x": float("nan")})]), r"'input' is not representable"),
     "tool output infinite": (turn_record(tools=[tool_call(output={"t": float("inf")})]), r"'output' is not representable"),
-    "lone surrogate in session": (turn_record(session="s\ud800"), "'session' holds text that is not valid Unicode"),
-    "lone surrogate in cwd": (turn_record(cwd="/tmp/\udfff"), "'cwd' holds text that is not valid Unicode"),
-    "lone surrogate in tool name": (turn_record(tools=[tool_call(name="B\ud800")]), r"tools\[0\]: 'name' holds text"),
-    "lone surrogate in tool id": (turn_record(tools=[tool_call(id="\udc00")]), r"tools\[0\]: 'id' holds text"),
-    "lone surrogate in a stdout object": (turn_record(tools=[tool_call(output={"stdout": "\ud83d", "stderr": ""})]), r"'output' holds text"),
-    "lone surrogate in an input key": (turn_record(tools=[tool_call(input={"\ud83d": 1})]), r"'input' holds text"),
 }
 
 
@@ -275,6 +269,44 @@ BAD_RECORDS = {
 def test_malformed_turn_records_raise_turn_error_naming_the_field(rec, msg):
     with pytest.raises(TurnError, match=msg):
         parse_turn(rec)
+
+
+LONE_SURROGATES = {
+    "session": (turn_record(session="s\ud800"), lambda t: t.session, "s\ufffd"),
+    "cwd": (turn_record(cwd="/tmp/\udfff"), lambda t: t.cwd, "/tmp/\ufffd"),
+    "prompt": (turn_record(prompt="cut \ud83d"), lambda t: t.prompt, "cut \ufffd"),
+    "answer": (turn_record(answer="\udc00 tail"), lambda t: t.answer, "\ufffd tail"),
+    "tool name": (turn_record(tools=[tool_call(name="B\ud800")]), lambda t: t.tools[0].name, "B\ufffd"),
+    "tool id": (turn_record(tools=[tool_call(id="\udc00")]), lambda t: t.tools[0].id, "\ufffd"),
+    "stdout object": (turn_record(tools=[tool_call(output={"stdout": "\ud83d", "stderr": ""})]), lambda t: t.tools[0].output, "\ufffd"),
+    "input key": (turn_record(tools=[tool_call(input={"\ud83d": 1})]), lambda t: t.tools[0].input, {"\ufffd": 1}),
+    "a pair split in two": (turn_record(prompt="ok \ud83d\ude00"), lambda t: t.prompt, "ok \U0001f600"),
+}
+
+
+@pytest.mark.parametrize("rec,get,want", LONE_SURROGATES.values(), ids=LONE_SURROGATES.keys())
+def test_lone_surrogates_become_the_replacement_character(rec, get, want):
+    # Node's JSON.stringify writes a string cut inside an emoji as a lone surrogate: valid JSON,
+    # not UTF-8. The turn is kept, that half character becomes U+FFFD, and it compiles.
+    t = parse_turn(rec)
+    assert get(t) == want
+    compile_turn(t)
+
+
+def test_one_bad_tool_call_is_handed_over_and_the_rest_is_kept():
+    bad = []
+    rec = turn_record(tools=[tool_call(id="a"), tool_call(id="b", input={"x": float("nan")}), tool_call(id="c", name="Ba\nsh")])
+    t = parse_turn(rec, on_bad=lambda i, call, e: bad.append((i, call["id"], str(e))))
+    assert [c.id for c in t.tools] == ["a"] and t.answer == rec["answer"]
+    assert [(i, cid) for i, cid, _ in bad] == [(1, "b"), (2, "c")]
+    assert "'input' is not representable" in bad[0][2] and "one line" in bad[1][2]
+    deep = {"x": []}
+    for _ in range(5000):
+        deep = {"x": [deep]}
+    rec = turn_record(tools=[tool_call(id="d"), tool_call(id="e")])
+    rec["tools"][0]["input"] = deep  # 10,000 levels: past any recursion limit
+    t = parse_turn(rec, on_bad=lambda *a: bad.append(a))
+    assert [c.id for c in t.tools] == ["e"] and len(bad) == 3
 
 
 def test_turn_error_is_a_value_error():

@@ -28,6 +28,7 @@ SEALING = ("Stop", "SessionEnd", "Interrupt")  # events that end a turn
 # Claude Code reports a failed tool call (a non-zero exit) as PostToolUseFailure, with `error` for output.
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 DEFAULT_BUDGET = 8000  # handoff characters when a turn's selection does not say (config.Config.handoff_chars)
+INQUIRY_CHARS = 4096  # characters of a prompt that search and matching see (see inquiry_of)
 
 
 class PayloadError(ValueError):
@@ -94,13 +95,26 @@ def _load_config(paths: Paths, cwd: str, config_file: str | None):
 
 def _selection(cfg, paths: Paths, session: str, turn: str) -> dict | None:
     """The selection this new turn runs under (the chat's profile, or a one-turn override)."""
-    from ..chat import Chat
+    from ..chat import Chat, ChatBusy
 
-    sel = Chat(paths.state_dir, session, _log(paths, "chat state")).begin_turn(cfg, turn)
+    log = _log(paths, "chat state")
+    chat = Chat(paths.state_dir, session, log)
+    try:
+        sel = chat.begin_turn(cfg, turn)
+    except ChatBusy as e:  # a held lock must not cost the turn: decide from what the state says now
+        sel = chat.begin_turn_unlocked(cfg)
+        log("%s; turn %s runs under profile %s (%s), read without the lock; a one-turn profile stays set"
+            % (e, turn, sel.profile, "recorded" if sel.write else "not recorded"))
     problem = store_problem(sel.write) if sel.write is not None else None
     if problem is not None:  # journal nothing for a store it may not be written to
         raise UnsafePath(problem)
     return sel.to_json() if sel.enabled else None
+
+
+def _recorded(journal: Journal, session: str, turn: str) -> bool:
+    """Whether a journaled turn is being recorded (it has a write store), so its events may be kept."""
+    sel = _turn_selection(journal.read(session, turn)) if journal.has(session, turn) else None
+    return bool(sel and sel.get("write"))
 
 
 def _turn_selection(events: list[dict]) -> dict | None:
@@ -129,7 +143,8 @@ def _prompt_event(events: list[dict]) -> dict | None:
     return next((e for e in events if e.get("event") == "prompt"), None)
 
 
-def _seal(journal: Journal, session: str, turn: str, answer: object, why: str, events: list | None = None) -> None:
+def _seal(journal: Journal, session: str, turn: str, answer: object, why: str, events: list | None = None,
+          note: dict | None = None) -> None:
     """Mark a journaled turn finished: from here it is whole and may leave the queue.
 
     Once per turn, except that the host's own Stop may follow our interrupted mark.
@@ -140,7 +155,91 @@ def _seal(journal: Journal, session: str, turn: str, answer: object, why: str, e
     seal = sealed(journal.read(session, turn) if events is None else events)
     if seal is not None and (why != "Stop" or seal.get("why") == "Stop"):
         return
-    journal.append(session, turn, {"event": "stop", "answer": answer if isinstance(answer, str) else None, "why": why, "time": _now()})
+    journal.append(session, turn, {"event": "stop", "answer": answer if isinstance(answer, str) else None, "why": why, "time": _now(), **(note or {})})
+
+
+def _journal_tool(paths: Paths, journal: Journal, session: str, turn: str, event: str, ev: dict) -> bool:
+    """Journal one tool result (True), or quarantine it alone when no turn could store it."""
+    from ..events import tool_problem
+
+    why = tool_problem(ev)
+    if why is None:
+        journal.append(session, turn, ev)
+        return True
+    if not _recorded(journal, session, turn):  # a read-only turn keeps nothing once it ends
+        _log(paths, "quarantine")("%s of turn %s: %s; not kept, since the turn is not recorded" % (event, turn, why))
+        return False
+    from .. import quarantine
+
+    where = quarantine.add(paths.data_root, session, turn, event, why, quarantine.payload_text(ev))
+    _log(paths, "quarantine")("%s of turn %s: %s; the event is kept in %s, the rest of the turn is recorded" % (event, turn, why, where))
+    return False
+
+
+def quarantine_raw(raw: str, paths: Paths, why: str) -> str | None:
+    """Keep a payload ujson cannot read (a 5,000-digit number, 10,000 nested lists) when it is an
+    event of a recorded turn; the quarantine file's path, or None when it is not one."""
+    import re
+
+    import ujson
+
+    def field(key: str) -> str | None:
+        m = re.search(r'"%s"\s*:\s*("(?:[^"\\]|\\.)*")' % key, raw)
+        try:
+            v = ujson.loads(m.group(1)) if m else None
+        except ValueError:
+            return None
+        return v if isinstance(v, str) and v else None
+
+    session, cwd = field("session_id"), field("cwd") or os.getcwd()
+    if session is None or (not os.environ.get("EGGSHELL_CONFIG") and find_project(cwd) is None):
+        return None
+    journal = Journal(paths.journal_dir)
+    turn = field("turn_id") or field("prompt_id") or journal.current(session)
+    if turn is None or not _recorded(journal, session, turn):
+        return None  # not a recorded turn: nothing of it may be kept
+    from .. import quarantine
+    from ..redact import compile_extra, redact_text
+
+    event = field("hook_event_name") or "?"
+    extra = compile_extra((_prompt_event(journal.read(session, turn)) or {}).get("redact") or ())
+    text = redact_text(quarantine.cut(raw), extra)  # kept as text, so redacted as text
+    return quarantine.add(paths.data_root, session, turn, event, why, text)  # the caller logs it
+
+
+REPAIRED = "eggshell_lone_surrogates"  # set by admit: how many lone surrogates became U+FFFD
+
+
+def admit(payload: object) -> object:
+    """The payload as it will be handled: a tool output past events.OUTPUT_CHARS cut (with a
+    mark), and every lone UTF-16 surrogate replaced by U+FFFD (counted under REPAIRED).
+
+    Done before the journal, the manager or matching sees it, so a 50 MB log costs what 1 MB
+    does and no later step meets text that cannot be UTF-8.
+    """
+    if not isinstance(payload, dict):
+        return payload
+    from ..events import capped_output, well_formed
+
+    out = dict(payload)
+    if out.get("hook_event_name") in TOOL_EVENTS:
+        for key in ("tool_response", "error"):
+            if key in out:
+                out[key] = capped_output(out[key])
+    try:
+        out, n = well_formed(out)
+    except RecursionError:
+        return out  # nested past any limit: quarantined at record
+    if n:
+        out[REPAIRED] = n
+    return out
+
+
+def _noted(payload: dict, ev: dict) -> dict:
+    """The journal event, saying how many lone surrogates of its payload became U+FFFD."""
+    if payload.get(REPAIRED):
+        ev["lone_surrogates"] = payload[REPAIRED]
+    return ev
 
 
 def record(payload: object, paths: Paths) -> Step | None:
@@ -165,14 +264,17 @@ def record(payload: object, paths: Paths) -> Step | None:
         events = journal.read(session, turn)
         _redact(payload, _prompt_event(events))  # stored and proposed inputs alike, before anything is kept
         if event != "PreToolUse":  # durable before anything else
-            journal.append(session, turn, {
+            tid = payload.get("tool_use_id")
+            kept = _journal_tool(paths, journal, session, turn, event, _noted(payload, {
                 "event": "tool",
-                "name": _need_str(payload, "tool_name"),
-                "id": payload.get("tool_use_id") if isinstance(payload.get("tool_use_id"), str) else os.urandom(16).hex(),
+                "name": payload.get("tool_name"),
+                "id": tid if isinstance(tid, str) and tid else os.urandom(16).hex(),
                 "input": payload.get("tool_input"),
                 "output": tool_output(payload),
                 "time": _now(),
-            })
+            }))
+            if not kept:
+                return None  # quarantined: nothing to answer from
         else:
             _need_str(payload, "tool_name")
         return step(turn, _turn_selection(events))
@@ -192,8 +294,8 @@ def record(payload: object, paths: Paths) -> Step | None:
         rules = {k: list(getattr(cfg, k)) for k in REDACT_KEYS if getattr(cfg, k)}  # the turn's tool events use these
         _redact(payload, rules)
         prompt = payload["prompt"]
-        journal.append(session, turn, {"event": "prompt", "session": session, "turn": turn, "cwd": cwd, "prompt": prompt,
-                                       "selection": sel, "write": sel.get("write"), "root": cfg.project_root, "time": _now(), **rules})
+        journal.append(session, turn, _noted(payload, {"event": "prompt", "session": session, "turn": turn, "cwd": cwd, "prompt": prompt,
+                                       "selection": sel, "write": sel.get("write"), "root": cfg.project_root, "time": _now(), **rules}))
         journal.set_current(session, turn)
         return step(turn, sel)
 
@@ -203,7 +305,7 @@ def record(payload: object, paths: Paths) -> Step | None:
             return None  # nothing journaled: nothing to seal or save
         events = journal.read(session, turn)
         _redact(payload, _prompt_event(events))
-        _seal(journal, session, turn, payload.get("last_assistant_message") if event == "Stop" else None, event, events)
+        _seal(journal, session, turn, payload.get("last_assistant_message") if event == "Stop" else None, event, events, _noted(payload, {}))
         return step(turn, None, answer_needed=False)
 
     if event == "PostCompact" or (event == "SessionStart" and payload.get("source") == "compact"):
@@ -252,7 +354,7 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
     if st.event == "UserPromptSubmit":
         from ..handoff import relevant_tools
 
-        prompt = _need_str(payload, "prompt")
+        prompt = inquiry_of(_need_str(payload, "prompt"))
         cfg = _load_config(paths, st.cwd, st.config_file)  # how to rank (the stores are the turn's own)
         searcher = res.searcher(cfg, read)
         hits = searcher.search(prompt, cfg.top_k, cfg.min_coverage)
@@ -264,6 +366,18 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
                    hits=[x for x in hits if x.session != st.session or x.turn != st.turn])
         return _context("UserPromptSubmit", h.text)
     return {}
+
+
+def inquiry_of(prompt: str) -> str:
+    """What of a prompt is searched and matched: all of it, or its head and tail past INQUIRY_CHARS.
+
+    Matching costs grow with the text (a 1 MB pasted log took seconds); the question is
+    usually at one end. The journal and the store keep the whole prompt.
+    """
+    if len(prompt) <= INQUIRY_CHARS:
+        return prompt
+    half = INQUIRY_CHARS // 2
+    return prompt[:half] + "\n" + prompt[-half:]
 
 
 def _status(paths: Paths, st: Step, res) -> dict:
@@ -291,6 +405,7 @@ def _status(paths: Paths, st: Step, res) -> dict:
 
 def handle(payload: object, paths: Paths, effects: list | None = None, res=None, host: str = "codex") -> dict:
     """Both steps in this process (no manager): the reply for one hook event."""
+    payload = admit(payload)
     st = record(payload, paths)
     if st is None:
         return {}
@@ -314,7 +429,7 @@ def settle_here(paths: Paths, st: Step, res) -> None:
     path = journal.turn_path(st.session, st.turn)
     if not os.path.exists(path):
         return
-    done = settle(journal, path, res.store, resolver(paths))
+    done = settle(journal, path, res.store, resolver(paths), _log(paths, "save queue"))
     if done.index:
         from ..config import ConfigError
 
