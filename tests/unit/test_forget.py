@@ -46,7 +46,7 @@ FEE_OUT = "src/billing.py:42: def late_fee(days):\n"
 
 def t_fee(session: str = "sess-a"):
     return turn_record(session=session, turn="t1", prompt="where is late_fee computed?",
-                       tools=[bash("grep -rn late_fee src/", FEE_OUT), bash("cat .env", "TOKEN=%s\n" % SECRET)],
+                       tools=[bash("grep -rn late_fee src/", FEE_OUT), bash("cat NOTES", "remember %s\n" % SECRET)],
                        answer="late_fee is in src/billing.py")
 
 
@@ -203,7 +203,7 @@ def test_forgetting_a_tool_outcome_hides_that_call_and_keeps_its_turn(egg, store
 
 def test_an_evidence_key_forgets_the_outcomes_it_is_the_output_of(egg, store):
     fee = view(store, "t1")
-    evidence = content_hex(Atom.text("TOKEN=%s\n" % SECRET))[:12]  # what `egg why` lists as `evidence KEY`
+    evidence = content_hex(Atom.text("remember %s\n" % SECRET))[:12]  # what `egg why` lists as `evidence KEY`
     rc, out, _ = egg("forget", evidence, "--egg", store.path)
     assert rc == 0 and "forgot tool call %s" % fee.tools[1].id[:12] in out
     assert SECRET not in texts_served(store)
@@ -233,7 +233,7 @@ def test_a_chat_whose_lock_is_held_is_reported_and_cleared_by_running_again(egg,
 
     state = str(egg.tmp / "data" / "state")
     chat = Chat(state, "chat-1")
-    chat.delivered("EVIDENCE\nTOKEN=%s\n" % SECRET, "")
+    chat.delivered("EVIDENCE\nremember %s\n" % SECRET, "")
     holder = subprocess.Popen([sys.executable, "-c", "import portalocker, sys, time\n"
                                "f = open(sys.argv[1], 'a'); portalocker.lock(f, portalocker.LOCK_EX); print('held', flush=True); time.sleep(60)",
                                chat.path + ".lock"], stdout=subprocess.PIPE, text=True)
@@ -321,7 +321,7 @@ def test_a_cold_start_from_a_snapshot_does_not_serve_a_deleted_store(egg, store)
 def test_a_cold_start_from_a_snapshot_does_not_serve_a_forgotten_turn(egg, store):
     cold = cold_after_snapshot(egg, store, lambda: egg("forget", view(store, "t1").key, "--egg", store.path))
     served = [c.outcome.as_text() for c in cold.workspace((store.path,)).corpus.candidates]
-    assert served and FEE_OUT not in served and "TOKEN=%s\n" % SECRET not in served
+    assert served and FEE_OUT not in served and "remember %s\n" % SECRET not in served
     assert cold.turn_count(store.path) == 1
     assert view(store, "t1") is None
 
@@ -397,7 +397,7 @@ def test_purge_removes_copies_from_the_vector_cache_journal_chat_state_and_snaps
     interrupted = searchable_text(fee.__class__(fee.id, fee.session, fee.turn, fee.cwd, fee.prompt, None, fee.tools[:1],
                                                 fee.time, fee.store))  # as saved while it ran
     forgotten = [text, text[10:60], interrupted, interrupted[-30:],  # windows are substrings of one of its texts
-                 "a layout no form has\nTOKEN=%s\nand more" % SECRET]  # or hold a whole line of them
+                 "a layout no form has\nremember %s\nand more" % SECRET]  # or hold a whole line of them
     kept = [searchable_text(view(store, "t2")), "nothing to do with it"]
     root = vectors.vectors_root(data)
     vectors.VectorCache(root, MODEL, DIM, log=lambda m: None).put(forgotten + kept, vecs_for(forgotten + kept))
@@ -410,7 +410,7 @@ def test_purge_removes_copies_from_the_vector_cache_journal_chat_state_and_snaps
     journal.append("sess-a", "t1", {"event": "prompt", "prompt": "where is late_fee computed? " + SECRET})
     journal.append("sess-b", "t9", {"event": "prompt", "prompt": "another turn"})
     state = os.path.join(data, "state")
-    Chat(state, "chat-1").delivered("EGGSHELL PRIOR WORK\n  EVIDENCE\nTOKEN=%s\n" % SECRET, "evidence  %s  shown in full" % fee.key)
+    Chat(state, "chat-1").delivered("EGGSHELL PRIOR WORK\n  EVIDENCE\nremember %s\n" % SECRET, "evidence  %s  shown in full" % fee.key)
     Chat(state, "chat-2").delivered("prior docker work", "retrieved %s" % view(store, "t2").key)
     snaps = os.path.join(data, "run", "snapshots")
     os.makedirs(snaps)

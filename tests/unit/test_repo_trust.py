@@ -23,7 +23,9 @@ from helpers import real_venv
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(REPO, "bin")
 SESSION = "thread-trust-1"
-SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAA canary-7f3a9"
+# What the turn must not leak: plain text (a key would be redacted at capture, which would
+# hide whether the turn itself was recorded where it must not be).
+SECRET = "Host deploy-box\n  HostName 10.0.0.7\n  User canary-7f3a9"
 
 
 class Session:
