@@ -29,6 +29,7 @@ WITHHELD = "[withheld by never_record: %s]"
 PAST_CAP = "\n[withheld: %d characters past the redaction limit]"
 MARKERS = ("[redacted: ", "[withheld by never_record: ", "[withheld: ")
 SCAN_CAP = 4 << 20  # characters of one payload's text scanned; what is past it is withheld
+TAIL_KEPT = 1 << 16  # of a text past the cap, its last characters are kept (and scanned) too
 # Payload fields the host generates as structure, not content: never rewritten.
 STRUCTURAL = frozenset(("hook_event_name", "session_id", "turn_id", "prompt_id", "cwd", "transcript_path", "tool_name",
                         "tool_use_id", "permission_mode", "source", "model", "stop_hook_active", "is_interrupt"))
@@ -404,14 +405,22 @@ def _secret_key(key) -> bool:
 
 
 def _text(s: str, extra, budget) -> str:
-    """One string redacted within the payload's scan budget; what is past it is withheld."""
+    """One string redacted within the payload's scan budget; what is past it is withheld.
+
+    A long text keeps its last TAIL_KEPT characters (scanned too) as well as its head: a
+    pasted log ends with the question about it, and an output with its verdict.
+    """
     left = budget[0]
     if len(s) <= left:
         budget[0] = left - len(s)
         return redact_text(s, extra)
     budget[0] = 0
-    cut = _cut(s, left)
-    return redact_text(s[:cut], extra) + PAST_CAP % (len(s) - cut)
+    tail = TAIL_KEPT if left > 4 * TAIL_KEPT else 0
+    cut = _cut(s, left - tail)
+    if not tail:
+        return redact_text(s[:cut], extra) + PAST_CAP % (len(s) - cut)
+    start = _start(s, len(s) - tail)
+    return redact_text(s[:cut], extra) + PAST_CAP % (start - cut) + "\n" + redact_text(s[start:], extra)
 
 
 def _cut(s: str, at: int) -> int:
@@ -421,6 +430,15 @@ def _cut(s: str, at: int) -> int:
         if i != -1:
             return i
     return max(0, at - 4096)
+
+
+def _start(s: str, at: int) -> int:
+    """Where to resume scanning: at a line (or word) start after `at`, so no token is cut in two."""
+    for sep in ("\n", " "):
+        i = s.find(sep, at, at + 4096)
+        if i != -1:
+            return i + 1
+    return at
 
 
 # -- never_record ------------------------------------------------------------------------

@@ -456,7 +456,9 @@ def test_a_50mb_tool_output_is_stored_cut_with_a_mark_and_answered_in_budget(env
     assert out == big[:OUTPUT_CHARS] + "\n[output truncated by Eggshell at %d of %d characters]" % (OUTPUT_CHARS, len(big))
 
 
-def test_a_10mb_prompt_is_stored_whole_and_matched_by_its_head_and_tail(env):
+def test_a_10mb_prompt_is_stored_as_its_scanned_head_and_tail_and_matched_by_them(env):
+    from eggshell.redact import SCAN_CAP
+
     from test_hook import LATE_FEE_ANSWER, record_late_fee
 
     record_late_fee(env)
@@ -464,7 +466,10 @@ def test_a_10mb_prompt_is_stored_whole_and_matched_by_its_head_and_tail(env):
     reply, err, took = run_limited(env, env.prompt(prompt, turn="t-big"), memory=None)
     assert took < 10 and LATE_FEE_ANSWER in reply["hookSpecificOutput"]["additionalContext"], (took, err)
     env.run_bin(json.dumps(env.stop("it is in billing.py", turn="t-big")))
-    assert next(v for v in env.views() if v.turn == "t-big").prompt == prompt
+    stored = next(v for v in env.views() if v.turn == "t-big").prompt
+    # Nothing is stored unscanned for secrets (redact.SCAN_CAP): the middle is withheld, with its size.
+    assert stored.startswith("here is the whole log:\nnoise line") and stored.endswith("\nwhere is late_fee computed?")
+    assert " characters past the redaction limit]" in stored and len(stored) < SCAN_CAP + 200 < len(prompt)
 
 
 def test_a_store_with_a_2gb_sparse_tail_still_answers_in_little_memory(env):

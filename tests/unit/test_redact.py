@@ -179,6 +179,20 @@ def test_text_past_the_scan_cap_is_withheld_never_stored_unscanned(monkeypatch):
     assert token[:10] not in out["tool_response"] and out["tool_response"].startswith(head[:-1] + "\n[withheld: ")
 
 
+def test_a_long_text_keeps_its_scanned_head_and_tail_and_withholds_the_middle(monkeypatch):
+    monkeypatch.setattr(redact, "SCAN_CAP", 10_000)
+    monkeypatch.setattr(redact, "TAIL_KEPT", 1_000)
+    token = "ghp_" + "Zq9" * 12
+    head = "ok line\n" * 500  # 4,000 characters
+    middle = "noise %s\n" % token * 2000
+    tail = "last words\n" * 50 + "token %s\nwhere is late_fee computed?" % token
+    out = redact_payload({"prompt": head + middle + tail})["prompt"]
+    assert token not in out and out.startswith(head)
+    assert out.endswith("token [redacted: github-token]\nwhere is late_fee computed?")
+    withheld = int(out.split("[withheld: ")[1].split(" ")[0])
+    assert len(out) < 10_100 and withheld > len(middle) - 10_000
+
+
 def test_structured_fields_that_name_a_secret_are_redacted_and_structure_is_kept():
     p = {"hook_event_name": "PostToolUse", "session_id": "s", "cwd": "/p", "tool_name": "mcp__db__connect",
          "tool_use_id": "u1", "tool_input": {"host": "db", "password": "Kx81-qP", "api_key": "abc12345",
