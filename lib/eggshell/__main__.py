@@ -35,7 +35,7 @@ def private_tmp(env) -> None:
 
     Nothing Eggshell writes may land outside the prefix, the data root and the project;
     even importing portalocker probes the system temp directory with a file of its own
-    (tempfile.gettempdir). A data root that cannot be made, or is another user's, leaves TMPDIR as it was.
+    (tempfile.gettempdir). A data root that does not exist yet, or is another user's, leaves TMPDIR as it was.
     """
     from .paths import from_env, private_dir
 
@@ -43,14 +43,8 @@ def private_tmp(env) -> None:
     try:
         if os.stat(root).st_uid != os.geteuid():
             return  # someone else's: nothing goes in there (paths.secure_data_root says why)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return
-    d = os.path.join(root, "tmp")
-    try:
-        private_dir(d)
-    except OSError:
+        d = private_dir(os.path.join(root, "tmp"))
+    except OSError:  # none yet: a hook outside any project must create nothing
         return
     env["TMPDIR"] = d
 

@@ -132,12 +132,13 @@ JSON
   [[ "$output" == *"$T/missing.egg: no such file"* ]]
 }
 
-@test "egg fsck reports a torn last line without trimming it" {
+@test "egg fsck reports a torn last line as damage (exit 1) without trimming it" {
   sample_turns | "$BIN/egg-save" --egg "$EGG" >/dev/null
   printf '{"node":"ab' >>"$EGG"
   cp "$EGG" "$T/torn.egg"
-  run -0 "$BIN/egg" fsck "$EGG"
-  [[ "$output" == *"an incomplete last line (11 bytes"* ]]
+  run -1 "$BIN/egg" fsck "$EGG"
+  [[ "$output" == *"DAMAGED: it ends in the middle of a line (11 bytes after byte"* ]]
+  [[ "$output" == *"the file was not changed"* ]]
   cmp "$EGG" "$T/torn.egg"
 }
 
