@@ -28,7 +28,8 @@ import threading
 import time
 
 from . import __version__
-from .client import LOCK, LOG, Connection, run_dir, socket_path
+from .client import HELLO, LOCK, LOG, REFUSED, UNRESPONSIVE, Connection, not_a_socket, peer, run_dir, socket_path, tightenable, \
+    unsafe_dir
 from .paths import Paths, from_env, private_dir
 
 PROG = "egg-manager"
@@ -82,11 +83,20 @@ class Manager:
         self.wake = threading.Event()
         self.stopping = threading.Event()
         self._seen: dict[str, tuple] = {}
+        self._said: dict[str, float] = {}
 
     def log(self, msg: str) -> None:
         from .hook import log_failure
 
         log_failure(self.paths, "manager", RuntimeError(msg))
+
+    def log_once(self, key: str, msg: str, every_s: float = 300.0) -> None:
+        """Log what may recur on every pass (a store lock held elsewhere, connections from
+        another uid) once per `every_s` per key, not thousands of times a day."""
+        now = time.monotonic()
+        if now - self._said.get(key, -every_s) >= every_s:
+            self._said[key] = now
+            self.log(msg)
 
     # -- the save queue ----------------------------------------------------------------
 
@@ -116,7 +126,8 @@ class Manager:
                 return False
             return True
 
-        done = settle_all(self.journal, self.res.store, resolver(self.paths), self.log, only=due)
+        # A store locked elsewhere fails at once (warm.WARM_LOCK_S) and is tried again next pass: said once, not every 3 s.
+        done = settle_all(self.journal, self.res.store, resolver(self.paths), lambda m: self.log_once(m, m), only=due)
         for d in done:  # only what settled counts as seen: a failed save is tried again on the next pass
             if d.removed:
                 self._seen.pop(d.path, None)
@@ -239,6 +250,35 @@ class Manager:
                 "idle_s": round(time.monotonic() - self.last, 1), "rss_kb": rss_kb(), "requests": self.requests,
                 "queued_turns": len(self.journal.files()), "data_root": self.paths.data_root}
 
+    def admit(self, s: socket.socket) -> bool:
+        """Say hello to a client of this user, on the accept thread, before reading a byte;
+        drop any other. The hello tells the hook at once that this process runs, whatever
+        the worker is doing (client.reach)."""
+        try:
+            pid, uid = peer(s)
+        except (OSError, AttributeError):
+            pid, uid = -1, -1
+        if uid != os.geteuid():
+            s.close()
+            self.log_once("uid %d" % uid, "dropped a connection from pid %d, uid %d (this manager serves uid %d only); "
+                          "nothing was read or sent" % (pid, uid, os.geteuid()))
+            return False
+        self.responsive()
+        try:
+            s.settimeout(0.05)  # a fresh socket's buffer takes these bytes at once
+            s.sendall(HELLO)
+        except OSError:
+            s.close()
+            return False
+        return True
+
+    def responsive(self) -> None:
+        """This process runs: drop a hook's note that it did not answer (client.UNRESPONSIVE)."""
+        try:
+            os.unlink(os.path.join(run_dir(self.paths.data_root), UNRESPONSIVE))
+        except OSError:
+            pass
+
     # -- the life of the process ------------------------------------------------------
 
     def run(self, listener: socket.socket) -> None:
@@ -252,6 +292,7 @@ class Manager:
             try:
                 s, _ = listener.accept()
             except socket.timeout:
+                self.responsive()
                 if self.busy == 0 and (time.monotonic() - self.last > self.idle_s or self.retire):
                     break
                 if source_stamp() != self.stamp:
@@ -259,6 +300,8 @@ class Manager:
                 continue
             except OSError:
                 break
+            if not self.admit(s):
+                continue
             with self._count:
                 self.busy += 1
             self.requests += 1
@@ -282,35 +325,86 @@ def _sealed_tail(path: str) -> bool:
         return False
 
 
+def _private(d: str) -> str | None:
+    """Make `d` (and missing parents) 0700, tighten it if it is ours and others may only read it;
+    why it still is not private, or None."""
+    try:
+        private_dir(d)
+    except OSError as e:
+        return "%s cannot be made (%s)" % (d, e.strerror)
+    if tightenable(d):
+        os.chmod(d, 0o700)
+    return unsafe_dir(d)
+
+
+def refuse(run: str, why: str) -> int:
+    """Exit without serving, and say why where hooks and `egg doctor` look (run/REFUSED): no hook
+    starts another manager for client.REFUSED_S, so a manager that cannot serve never crash-loops."""
+    print("%s: not serving: %s" % (PROG, why), file=sys.stderr)
+    if unsafe_dir(run) is None:
+        try:
+            fd = os.open(os.path.join(run, REFUSED), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            try:
+                os.write(fd, why.encode("utf-8", "replace") + b"\n")
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+    return 1
+
+
+def listen(run: str, path: str) -> socket.socket | str:
+    """A listening socket at `path`, bound by this process in a directory only this user can
+    enter (made, or verified without following symlinks); or why not."""
+    sock_dir = os.path.dirname(path)
+    if sock_dir != run:  # the short fallback directory (a long data root): it must be ours alone
+        why = _private(sock_dir)
+        if why is not None:
+            return "%s; not listening there (remove it: a manager makes it anew, 0700)" % why
+    why = not_a_socket(path)
+    if why is not None:
+        return why
+    try:
+        os.unlink(path)  # left by a manager that was killed
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        return "cannot remove the old socket %s (%s)" % (path, e.strerror)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(path)  # under the umask above: 0600 from the start
+        os.chmod(path, 0o600)
+        listener.listen(64)
+    except OSError as e:
+        listener.close()
+        return "cannot listen at %s (%s)" % (path, e.strerror)
+    return listener
+
+
 def serve(paths: Paths, idle_s: float) -> int:
-    """Run until idle; 0 also when another manager already holds the lock."""
+    """Run until idle; 0 also when another manager already holds the lock, 1 when it may not serve."""
     import portalocker
 
     os.umask(0o077)  # everything this process writes (stores, journal, state, vectors) is the owner's alone
-    d = private_dir(run_dir(paths.data_root))
-    os.chmod(d, 0o700)
+    d = run_dir(paths.data_root)
+    why = _private(d)
+    if why is not None:
+        return refuse(d, why + "; fix it (chmod 700, or remove it: a manager makes it anew)")
     lock = open(os.path.join(d, LOCK), "a")
     try:
         portalocker.lock(lock, portalocker.LOCK_EX | portalocker.LOCK_NB)
     except portalocker.LockException:
         return 0  # one is running: it serves this data root
     path = socket_path(paths.data_root)
-    sock_dir = os.path.dirname(path)
-    if sock_dir != d:  # the short fallback directory (a long data root): it must be ours alone
-        private_dir(sock_dir)
-        st = os.lstat(sock_dir)
-        if st.st_uid != os.getuid() or st.st_mode & 0o077 or not os.path.isdir(sock_dir) or os.path.islink(sock_dir):
-            print("%s: %s is not a private directory of this user; not listening there" % (PROG, sock_dir), file=sys.stderr)
-            return 1
+    listener = listen(d, path)
+    if isinstance(listener, str):
+        lock.close()
+        return refuse(d, listener)
     try:
-        os.unlink(path)  # left by a manager that was killed
+        os.unlink(os.path.join(d, REFUSED))  # serving: an earlier refusal no longer holds
     except FileNotFoundError:
         pass
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)  # under the umask above: 0600 from the start
-    os.chmod(path, 0o600)
     ino = os.stat(path).st_ino
-    listener.listen(64)
     m = Manager(paths, idle_s)
     signal.signal(signal.SIGTERM, lambda *a: m.stopping.set())
     signal.signal(signal.SIGINT, lambda *a: m.stopping.set())
@@ -370,7 +464,9 @@ def _redirect_log(paths: Paths) -> None:
     """A detached manager's own stderr (a crash before logging starts) goes to run/manager.log."""
     try:
         d = private_dir(run_dir(paths.data_root))
-        fd = os.open(os.path.join(d, LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if unsafe_dir(d) is not None:
+            return  # serve() refuses it, and says so
+        fd = os.open(os.path.join(d, LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         os.dup2(fd, 2)
         os.close(fd)
     except OSError:

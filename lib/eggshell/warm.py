@@ -26,6 +26,7 @@ from .query import Searcher
 from .store import Store
 
 QUERY_WINDOWS = 16  # windows a warm prompt embeds for stored turns not embedded yet (about half a second)
+WARM_LOCK_S = 0.05  # a warm commit's wait for a store lock held elsewhere: the worker serves hooks; the journal keeps the turn
 BACKFILL_WINDOWS = 16  # windows embedded per idle step of the manager
 
 
@@ -89,8 +90,14 @@ class Resources:
         path = self._snapshot_path(read)
         if not os.path.exists(path):
             return
+        from .client import unsafe_dir
         from .manager import source_stamp
 
+        snaps = os.path.dirname(path)
+        why = unsafe_dir(os.path.dirname(snaps)) or unsafe_dir(snaps)
+        if why is not None:  # unpickling runs code: only ever what this user's own manager wrote
+            self.log("snapshot %s: %s; reading the stores instead" % (path, why))
+            return
         try:
             with open(path, "rb") as f:
                 blob = pickle.load(f)
@@ -113,6 +120,7 @@ class Resources:
             s = self._stores[path] = Store.open(path)
         else:
             s.refresh()
+        s.lock_timeout = WARM_LOCK_S if self.warm else Store.lock_timeout  # (a snapshot's Store is the manager's)
         return s
 
     def turn_count(self, path: str) -> int:
