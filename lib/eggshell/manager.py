@@ -10,15 +10,22 @@ starts no child process of its own except a configured provider program, which d
 with it (PR_SET_PDEATHSIG), so a kill -9 leaves nothing behind.
 
 Hooks journal before they ask (hooks/codex.record), so this process losing a request, or
-dying, loses no work: the journal is the save queue, and the next manager drains it. All
-work on stores, workspaces and the model runs on one long-lived worker thread (they are not
-thread-safe, and a provider's death signal is tied to the thread that started it);
-connection threads only move bytes. Delivery effects run only after the hook acknowledges
-that it wrote the reply.
+dying, loses no work: the journal is the save queue, and the next manager drains it. Work on
+stores, workspaces and the model runs on one long-lived main worker thread (they are not
+thread-safe, and a provider's death signal is tied to the thread that started it), answers
+before background work (saving, embedding). A tool event (journal-and-acknowledge: the
+hook has journaled it already) is answered on a second thread, the tool worker, from the
+reuse workspaces as the main worker last grew them (warm.Grown), so it never waits behind a
+search, a save or an embedding: the two take turns on one lock (StateLock), which the main
+worker lets go inside its long phases that only read the stores (a search's rebuild and
+ranking, embedding). Connection threads only move bytes. Delivery effects run only after the
+hook acknowledges that it wrote the reply.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import queue
 import signal
@@ -36,6 +43,90 @@ PROG = "egg-manager"
 IDLE_S = 300.0  # exit after this long without a request (EGGSHELL_MANAGER_IDLE overrides)
 SETTLE_EVERY_S = 3.0  # an open turn's new observations reach the store at most this often
 ACK_WAIT_S = 3.0
+ANSWER, BACKGROUND = 0, 1  # the main worker's queue: what a hook waits for first, then saving and embedding
+
+
+class Background:
+    """One thread at a lower CPU priority (nice +10) that runs what the main worker hands it and
+    waits for: embedding saved turns yields the cores to the hooks and the tool worker."""
+
+    NICE = 10
+
+    def __init__(self):
+        self._jobs: "queue.Queue" = queue.Queue()
+        threading.Thread(target=self._serve, name="background", daemon=True).start()
+
+    def _serve(self) -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.NICE)  # Linux: this thread only
+        except (OSError, AttributeError):
+            pass
+        while True:
+            fn, args, box, done = self._jobs.get()
+            try:
+                box["result"] = fn(*args)
+            except BaseException as e:  # handed back to the caller
+                box["error"] = e
+            finally:
+                done.set()
+
+    def run(self, fn, *args):
+        box: dict = {}
+        done = threading.Event()
+        self._jobs.put((fn, args, box, done))
+        done.wait()
+        if "error" in box:
+            raise box["error"]
+        return box.get("result")
+
+
+class StateLock:
+    """Which thread may use the manager's Resources now: one at a time, the tool worker first.
+
+    The main worker holds it for each job and lets go (`released`) inside long phases that
+    read only what the tool worker never changes; the tool worker holds it for each answer
+    (tens of milliseconds), and a waiting tool answer goes before the main worker takes it again.
+    """
+
+    def __init__(self):
+        self._cv = threading.Condition()
+        self._owner: int | None = None
+        self._urgent = 0
+
+    @contextlib.contextmanager
+    def held(self, urgent: bool = False):
+        self._acquire(urgent)
+        try:
+            yield
+        finally:
+            self._release()
+
+    @contextlib.contextmanager
+    def released(self):
+        """Let the tool worker in meanwhile; nothing to let go on a thread that does not hold it."""
+        if self._owner != threading.get_ident():
+            yield
+            return
+        self._release()
+        try:
+            yield
+        finally:
+            self._acquire(False)
+
+    def _acquire(self, urgent: bool) -> None:
+        with self._cv:
+            self._urgent += urgent
+            try:
+                while self._owner is not None or (not urgent and self._urgent):
+                    self._cv.wait()
+            finally:
+                self._urgent -= urgent
+            self._owner = threading.get_ident()
+
+    def _release(self) -> None:
+        with self._cv:
+            self._owner = None
+            self._cv.notify_all()
 
 
 def source_stamp() -> tuple:
@@ -66,12 +157,17 @@ def rss_kb() -> int:
 class Manager:
     def __init__(self, paths: Paths, idle_s: float = IDLE_S):
         from .journal import Journal
-        from .warm import Resources
+        from .warm import Grown, Resources
 
         self.paths = paths
         self.idle_s = idle_s
-        self.jobs: "queue.Queue" = queue.Queue()
-        self.res = Resources(paths.data_root, paths.bin_dir, warm=True, log=self.log)
+        self.jobs: "queue.PriorityQueue" = queue.PriorityQueue()  # (rank, order, job): the main worker's
+        self.tool_jobs: "queue.Queue" = queue.Queue()  # the tool worker's
+        self._order = itertools.count()
+        self.state = StateLock()
+        self.res = Resources(paths.data_root, paths.bin_dir, warm=True, log=self.log, unlocked=self.state.released,
+                             background=Background().run)
+        self.grown = Grown(self.res)
         self.journal = Journal(paths.journal_dir)
         self.started = time.time()
         self.last = time.monotonic()
@@ -114,6 +210,8 @@ class Manager:
         marks: dict[str, tuple] = {}
 
         def due(path: str) -> bool:
+            with self.state.released():
+                pass  # between two files' commits: a waiting tool answer goes first
             try:
                 st = os.stat(path)
             except OSError:
@@ -133,11 +231,8 @@ class Manager:
                 self._seen.pop(d.path, None)
             else:
                 self._seen[d.path] = (marks[d.path], now)
-            if d.index:
-                try:
-                    self.res.index(list(d.index))
-                except Exception as e:
-                    self.log("embedding a saved turn: %s: %s" % (type(e).__name__, e))
+            self.res.index(list(d.index))  # embedded soon, a few windows at a time (backfiller)
+        self.res.grow()  # what the tool worker answers from: every commit, and what other processes appended
         if any(d.removed and d.committed for d in done):
             self.res.refresh()  # a turn ended: index it now, before the next prompt asks
 
@@ -148,26 +243,33 @@ class Manager:
             self.call(self.settle, None)
 
     def backfiller(self) -> None:
-        """Between requests, embed stored turns that have no vectors yet, a few windows at a time."""
+        """When the main worker has nothing queued, embed saved turns (just saved ones first) that
+        have no vectors yet, a few windows at a time: a prompt waits for one step at most, and the
+        tool worker not at all (the model runs outside the lock)."""
         rest = 0.5
         while not self.stopping.wait(rest):
-            if self.busy or not self.jobs.empty() or time.monotonic() - self.last < 0.5:
-                rest = 0.5
+            if not self.jobs.empty():
+                rest = 0.1
                 continue
             n = self.call(self.res.backfill, time.monotonic() + 60.0)
-            rest = 0.05 if n else 10.0  # nothing left: look again later (new turns are embedded at save)
+            rest = 0.05 if n else 2.0  # nothing left: look again later
 
     # -- the worker ------------------------------------------------------------------------
 
-    def call(self, fn, deadline: float | None):
-        """Run `fn` on the worker thread; its result, or None if the deadline passes first.
+    def call(self, fn, deadline: float | None, rank: int = BACKGROUND, tool: bool = False):
+        """Run `fn` on the main worker (answers before background work; FIFO within a rank), or
+        on the tool worker; its result, or None if the deadline passes first.
 
         A job whose deadline passed while it waited is skipped: its hook has already
         answered without memory.
         """
         box: dict = {}
         done = threading.Event()
-        self.jobs.put((fn, deadline, box, done))
+        job = (fn, deadline, box, done)
+        if tool:
+            self.tool_jobs.put(job)
+        else:
+            self.jobs.put((rank, next(self._order), job))
         if deadline is None:
             done.wait()
         elif not done.wait(max(0.0, deadline - time.monotonic())):
@@ -176,17 +278,28 @@ class Manager:
 
     def worker(self) -> None:
         while True:
-            job = self.jobs.get()
+            _, _, job = self.jobs.get()
             if job is None:
                 return
-            fn, deadline, box, done = job
-            try:
-                if deadline is None or time.monotonic() < deadline:
+            self._run(job, urgent=False)
+
+    def tool_worker(self) -> None:
+        while True:
+            job = self.tool_jobs.get()
+            if job is None:
+                return
+            self._run(job, urgent=True)
+
+    def _run(self, job: tuple, urgent: bool) -> None:
+        fn, deadline, box, done = job
+        try:
+            if deadline is None or time.monotonic() < deadline:
+                with self.state.held(urgent):
                     box["result"] = fn()
-            except Exception as e:  # one failed job never stops the worker
-                self.log("%s: %s: %s" % (getattr(fn, "__name__", "job"), type(e).__name__, e))
-            finally:
-                done.set()
+        except Exception as e:  # one failed job never stops a worker
+            self.log("%s: %s: %s" % (getattr(fn, "__name__", "job"), type(e).__name__, e))
+        finally:
+            done.set()
 
     # -- requests ------------------------------------------------------------------------
 
@@ -213,7 +326,8 @@ class Manager:
 
     def answer(self, conn: Connection, req: dict) -> None:
         from .hook import log_failure, run_effects
-        from .hooks.codex import Step, answer
+        from .hooks.codex import TOOL_EVENTS, Step, answer
+        from .warm import NotGrown
 
         budget = req.get("budget")
         deadline = time.monotonic() + max(0.0, float(10.0 if budget is None else budget))
@@ -225,15 +339,20 @@ class Manager:
             log_failure(self.paths, "?", e)
             return
 
-        def job():
+        def job(res):
             try:
-                return answer(payload, st, self.paths, self.res, effects, req.get("host") or "codex")
+                return answer(payload, st, self.paths, res, effects, req.get("host") or "codex")
+            except NotGrown:
+                effects.clear()
+                return None  # no workspace for these stores yet: the main worker builds it
             except Exception as e:
                 log_failure(self.paths, st.event, e)
                 effects.clear()
                 return {}
 
-        reply = self.call(job, deadline)
+        reply = self.call(lambda: job(self.grown), deadline, tool=True) if st.event in TOOL_EVENTS else None
+        if reply is None and time.monotonic() < deadline:
+            reply = self.call(lambda: job(self.res), deadline, rank=ANSWER)
         if reply is None:
             return  # the hook has given up by now: it answered without memory
         if not conn.send({"reply": reply}, deadline + 0.5):
@@ -284,6 +403,7 @@ class Manager:
     def run(self, listener: socket.socket) -> None:
         worker = threading.Thread(target=self.worker, name="worker", daemon=True)
         worker.start()
+        threading.Thread(target=self.tool_worker, name="tool worker", daemon=True).start()
         threading.Thread(target=self.settler, name="settler", daemon=True).start()
         threading.Thread(target=self.backfiller, name="backfiller", daemon=True).start()
         self.wake.set()  # drain what earlier hooks queued while no manager ran
@@ -313,7 +433,8 @@ class Manager:
             self.call(self.res.refresh, time.monotonic() + 30.0)
             self.call(self.res.save_snapshots, time.monotonic() + 60.0)  # the next cold hook starts from here
         self.call(self.res.close, time.monotonic() + 5.0)
-        self.jobs.put(None)
+        self.jobs.put((BACKGROUND + 1, next(self._order), None))
+        self.tool_jobs.put(None)
 
 
 def _sealed_tail(path: str) -> bool:

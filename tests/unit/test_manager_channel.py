@@ -17,7 +17,11 @@ and never crash-loop. Each with real hooks, a real manager, and a real second ui
   6. a store lock held by another process never stalls the manager: hooks keep getting warm
      answers, the turn stays journaled and is saved once the lock is free; `egg doctor` names the
      holder;
-  7. a directory that is a symlink, another user's, or open to others is never used.
+  7. a directory that is a symlink, another user's, or open to others is never used;
+  8. a tool event is answered (warm, by the tool worker) while the main worker is stuck in a
+     search: journal-and-acknowledge never queues behind search or saving;
+  9. the lock the two workers share lets a waiting tool answer in first, and inside the main
+     worker's long read-only phases.
 A stopped (SIGSTOP) manager is test_manager.py's test 7.
 """
 
@@ -31,19 +35,22 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
 
 from eggshell import client
 from eggshell.paths import Paths, private_dir
-from helpers import wait_for
-from test_manager import RG, RG_ANSWER, RG_OUT, WAIT, ManagedEnv, checkout, denial, env, pre_tool  # noqa: F401 (fixtures)
+from eggshell.matcher import PROVIDER_DEADLINE_S
+from helpers import alive, wait_for
+from test_manager import (RG, RG_ANSWER, RG_OUT, WAIT, ManagedEnv, checkout, denial, env, pre_tool, provider_child,  # noqa: F401 (fixtures)
+                          stall_provider)
 
 NOBODY = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
 INJECTED = "INJECTED BY ANOTHER USER"
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv (a second uid)")
+needs_nobody = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv (a second uid)")
 
 # A listener run as another user: it acts like a manager (says hello, reads one request, answers
 # with injected context) and records every connection and byte it got in its stats file.
@@ -201,6 +208,7 @@ def assert_cold_and_untouched(env: ManagedEnv, got: list[dict], want: list[dict]
 # -- 1. another user's directory at the fallback path ------------------------------------------------
 
 
+@needs_nobody
 def test_a_listener_in_a_fallback_directory_another_user_made_receives_nothing(tmp_path, checkout, scratch):
     env = LongEnv(tmp_path, checkout, scratch)
     try:
@@ -235,6 +243,7 @@ def test_a_listener_in_a_fallback_directory_another_user_made_receives_nothing(t
 # -- 2. a socket in our own directory, listened on by another uid ---------------------------------
 
 
+@needs_nobody
 def test_a_listener_of_another_uid_in_our_private_directory_receives_nothing(env, scratch):
     """Directory and socket inode are ours (0700, 0600): only the peer's credentials show who listens."""
     record_chat1_cold(env)
@@ -282,6 +291,7 @@ sys.stdout.write(repr(got))
 """
 
 
+@needs_nobody
 def test_the_manager_drops_a_client_of_another_uid_before_reading(env):
     env.hook(env.prompt("hello", "t1"))
     pid = env.wait_manager()["pid"]
@@ -427,6 +437,7 @@ def test_a_store_lock_held_elsewhere_never_stalls_the_manager(env):
 # -- 7. directories that are not this user's alone ------------------------------------------------
 
 
+@needs_nobody
 @pytest.mark.parametrize("case", ["symlink", "other uid", "open to others", "a file"])
 def test_a_socket_directory_not_ours_alone_is_never_used(env, case, scratch):
     """run/ itself (the socket's directory for a short data root): never followed, never trusted."""
@@ -450,3 +461,93 @@ def test_a_socket_directory_not_ours_alone_is_never_used(env, case, scratch):
     with pytest.raises(client.NoManager) as e:
         client.reach(env.data, time.monotonic() + 2.0)
     assert not e.value.start and env.run in str(e.value)
+
+
+# -- 8. journal-and-acknowledge never waits behind a search -----------------------------------------
+
+
+def test_a_tool_event_is_answered_while_the_main_worker_is_stuck_in_a_search(env):
+    """A provider that never answers holds the main worker inside a prompt's search for 15 s; a
+    covered call proposed meanwhile is still denied, warm, within its budget (the tool worker)."""
+    stall_provider(env)
+    env.record_chat1()
+    pid = env.wait_manager()["pid"]
+    t0 = time.monotonic()
+    env.hook(env.prompt("where is parse_config defined?", "t2", session_id="s2"), EGGSHELL_BUDGET_S="2")
+    child = wait_for(lambda: provider_child(env, pid, "stall.py"), WAIT)
+    assert child, "the prompt started no provider; log:\n%s" % env.manager_log()
+    reply, took = env.hook(pre_tool(env, "rg -n parse_config ./src", "s2", "t2"), EGGSHELL_BUDGET_S="5")
+    assert alive(child) and time.monotonic() - t0 < PROVIDER_DEADLINE_S, "the search was not stalled through the hook"
+    reason = denial(reply)
+    assert reason and "rg -n parse_config src" in reason and RG_OUT.strip() in reason, (reply, took, env.log_text())
+    assert took < 5.0, took  # answered, not after waiting out its budget
+    assert "PreToolUse TimeoutError" not in env.log_text()
+    reply, _ = env.hook(env.tool("ls src", "config.py\n", "t2", "c2", session_id="s2"), EGGSHELL_BUDGET_S="5")
+    assert isinstance(reply, dict) and "PostToolUse TimeoutError" not in env.log_text()
+
+
+# -- 9. the lock the two workers share --------------------------------------------------------------
+
+
+def test_a_waiting_tool_answer_goes_before_the_main_worker_takes_the_lock_again():
+    from eggshell.manager import StateLock
+
+    lock, order = StateLock(), []
+    tool_waiting, tool_done = threading.Event(), threading.Event()
+
+    def tool():
+        tool_waiting.set()
+        with lock.held(urgent=True):
+            order.append("tool")
+        tool_done.set()
+
+    with lock.held():
+        order.append("main")
+        t = threading.Thread(target=tool)
+        t.start()
+        assert tool_waiting.wait(10)
+        time.sleep(0.1)  # the tool worker is blocked on the lock now (a longer wait changes nothing)
+        assert order == ["main"]
+        with lock.released():  # a long read-only phase: the tool answer runs in it
+            assert tool_done.wait(10)
+            order.append("main, released")
+        order.append("main again")
+    t.join(10)
+    assert order == ["main", "tool", "main, released", "main again"]
+    with lock.released():  # not held by this thread: nothing to let go, no error
+        order.append("unheld")
+    assert order[-1] == "unheld"
+
+
+def test_the_main_worker_waits_while_a_tool_answer_is_queued_for_the_lock():
+    from eggshell.manager import StateLock
+
+    lock, order = StateLock(), []
+    inside, go = threading.Event(), threading.Event()
+
+    def hold_as_tool():
+        with lock.held(urgent=True):
+            inside.set()
+            go.wait(10)
+            order.append("tool 1")
+
+    def tool_2():
+        with lock.held(urgent=True):
+            order.append("tool 2")
+
+    def main():
+        with lock.held():
+            order.append("main")
+
+    t1 = threading.Thread(target=hold_as_tool)
+    t1.start()
+    assert inside.wait(10)
+    t2, m = threading.Thread(target=tool_2), threading.Thread(target=main)
+    t2.start()
+    time.sleep(0.1)
+    m.start()
+    time.sleep(0.1)
+    go.set()
+    for t in (t1, t2, m):
+        t.join(10)
+    assert order == ["tool 1", "tool 2", "main"]
