@@ -10,9 +10,11 @@ What a hook sends is a chat's prompts and tool output, so it talks only to a man
 has verified (`reach`): the socket's directory (and run/) is this user's alone (lstat: a
 symlink is refused, not followed), the socket inode is this user's, and the process
 listening on it runs as this user (SO_PEERCRED), all before a byte is sent. The manager
-then says hello from its accept thread at once: a manager that accepted but is stopped
-(SIGSTOP) or hung is noted in run/ (UNRESPONSIVE), so the hooks after it answer cold at
-once instead of each waiting out its budget. Every refusal says why and what fixes it.
+then says hello from its accept thread at once. A manager that is stopped (SIGSTOP: its
+state in /proc, seen at once) or said no hello for a whole budget (hung) is noted in run/
+(UNRESPONSIVE), so the hooks after it answer cold at once instead of each waiting out its
+budget; one that is only slow (a busy machine) is waited for like any answer. Every
+refusal says why and what fixes it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ LOG = "manager.log"
 UNRESPONSIVE = "manager.unresponsive"  # pid of a manager that accepted a hook and did not say hello
 REFUSED = "manager.refused"  # why the last manager started would not serve (it exited)
 HELLO = b'{"hello":1}\n'
-HELLO_S = 0.3  # the accept thread says hello at once: silence this long means stopped or hung
+HELLO_S = 0.3  # the accept thread says hello at once: after this long, look at the process (stopped? gone?)
+STOPPED, GONE = ("T", "t"), (None, "Z", "X")  # states in /proc/PID/stat (None: no such process)
 RETRY_S = 10.0  # a manager marked unresponsive (not stopped) is tried again after this long
 REFUSED_S = 60.0  # after a manager refused to serve, none is started again for this long
 
@@ -192,8 +195,12 @@ def _path_trouble(data_root: str) -> NoManager | None:
     return None
 
 
-def reach(data_root: str, deadline: float) -> Connection:
-    """A verified connection to this data root's manager, its hello read; else raises NoManager."""
+def reach(data_root: str, deadline: float, hello: bool = True) -> Connection:
+    """A verified connection to this data root's manager, its hello read; else raises NoManager.
+
+    `hello=False` for a message that wants no answer (a nudge): it is verified and sent at
+    once, and waits in the socket for the manager to read it.
+    """
     trouble = _path_trouble(data_root)
     if trouble is not None:
         raise trouble
@@ -214,19 +221,34 @@ def reach(data_root: str, deadline: float) -> Connection:
         s.close()
         raise NoManager("not talking to the manager: the process listening on %s (pid %d) runs as uid %d, not as this user "
                         "(uid %d); nothing was sent. End it and remove the socket" % (path, pid, uid, os.geteuid()), False)
-    if proc_state(pid) in ("T", "t"):
+    if proc_state(pid) in STOPPED:
         s.close()
-        _mark_unresponsive(data_root, pid)
-        raise NoManager("the manager (pid %d) is stopped; answering without it until it runs again: `kill -CONT %d`, or end it "
-                        "(`kill %d`: the next hook starts a new one)" % (pid, pid, pid), False)
+        raise _stopped(data_root, pid)
     conn = Connection(s)
-    hello = conn.receive(min(deadline, time.monotonic() + HELLO_S))
-    if hello is None or "hello" not in hello:
+    if not hello:
+        return conn
+    greeting = conn.receive(min(deadline, time.monotonic() + HELLO_S))
+    if greeting is None:  # not at once: stopped since, gone, or only slow (a busy machine, a long GIL hold)
+        state = proc_state(pid)
+        if state in STOPPED:
+            conn.close()
+            raise _stopped(data_root, pid)
+        if state in GONE:
+            conn.close()
+            raise NoManager("", start=True)  # it died with this connection queued: start a new one
+        greeting = conn.receive(deadline)  # running: wait for it as for any answer
+    if greeting is None or "hello" not in greeting:
         conn.close()
         _mark_unresponsive(data_root, pid)
-        raise NoManager("the manager (pid %d) accepted but said nothing within %.1f s (hung, or dying); answering without it for "
-                        "%.0f s: `egg doctor` shows its state" % (pid, HELLO_S, RETRY_S), True)
+        raise NoManager("the manager (pid %d) accepted but said nothing within the hook's budget (hung); answering without it "
+                        "for %.0f s: `egg doctor` shows its state" % (pid, RETRY_S), True)
     return conn
+
+
+def _stopped(data_root: str, pid: int) -> NoManager:
+    _mark_unresponsive(data_root, pid)
+    return NoManager("the manager (pid %d) is stopped; answering without it until it runs again: `kill -CONT %d`, or end it "
+                     "(`kill %d`: the next hook starts a new one)" % (pid, pid, pid), False)
 
 
 def connect(data_root: str, deadline: float) -> Connection | None:
@@ -275,9 +297,9 @@ def _still_unresponsive(run: str) -> bool:
         return False
     pid, when = got
     state = proc_state(pid)
-    if state in ("T", "t"):
+    if state in STOPPED:
         return True
-    if state is None or state in ("Z", "X") or time.time() - when > RETRY_S:
+    if state in GONE or time.time() - when > RETRY_S:
         try:
             os.unlink(os.path.join(run, UNRESPONSIVE))
         except OSError:

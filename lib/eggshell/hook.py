@@ -150,7 +150,7 @@ def managed(host: str, raw: str, paths: _paths.Paths, deadline_from: float) -> t
         conn, start = None, use_manager
         if use_manager:
             try:
-                conn = client.reach(paths.data_root, deadline)
+                conn = client.reach(paths.data_root, deadline, hello=st.answer_needed)
             except client.NoManager as e:  # none runs, or it must not be trusted or waited for: answer cold
                 start = e.start
                 if str(e):

@@ -13,7 +13,8 @@ Hooks journal before they ask (hooks/codex.record), so this process losing a req
 dying, loses no work: the journal is the save queue, and the next manager drains it. Work on
 stores, workspaces and the model runs on one long-lived main worker thread (they are not
 thread-safe, and a provider's death signal is tied to the thread that started it), answers
-before background work (saving, embedding). A tool event (journal-and-acknowledge: the
+before background work (saving, refreshing indexes, embedding), which runs at low CPU
+priority (Background) while the main worker waits for it. A tool event (journal-and-acknowledge: the
 hook has journaled it already) is answered on a second thread, the tool worker, from the
 reuse workspaces as the main worker last grew them (warm.Grown), so it never waits behind a
 search, a save or an embedding: the two take turns on one lock (StateLock), which the main
@@ -44,17 +45,20 @@ IDLE_S = 300.0  # exit after this long without a request (EGGSHELL_MANAGER_IDLE 
 SETTLE_EVERY_S = 3.0  # an open turn's new observations reach the store at most this often
 ACK_WAIT_S = 3.0
 ANSWER, BACKGROUND = 0, 1  # the main worker's queue: what a hook waits for first, then saving and embedding
+REFRESH_EVERY_S = 15.0  # after a turn is saved, search indexes are rebuilt ahead of the next prompt at most this often
 
 
 class Background:
     """One thread at a lower CPU priority (nice +10) that runs what the main worker hands it and
-    waits for: embedding saved turns yields the cores to the hooks and the tool worker."""
+    waits for: saving, index refreshes and embedding yield the cores to the hooks and to the
+    answers (the main worker waits meanwhile, so nothing runs beside it that would not anyway)."""
 
     NICE = 10
 
     def __init__(self):
         self._jobs: "queue.Queue" = queue.Queue()
-        threading.Thread(target=self._serve, name="background", daemon=True).start()
+        self._thread = threading.Thread(target=self._serve, name="background", daemon=True)
+        self._thread.start()
 
     def _serve(self) -> None:
         try:
@@ -71,6 +75,8 @@ class Background:
                 done.set()
 
     def run(self, fn, *args):
+        if threading.current_thread() is self._thread:
+            return fn(*args)  # already here
         box: dict = {}
         done = threading.Event()
         self._jobs.put((fn, args, box, done))
@@ -165,8 +171,9 @@ class Manager:
         self.tool_jobs: "queue.Queue" = queue.Queue()  # the tool worker's
         self._order = itertools.count()
         self.state = StateLock()
+        self.background = Background()
         self.res = Resources(paths.data_root, paths.bin_dir, warm=True, log=self.log, unlocked=self.state.released,
-                             background=Background().run)
+                             background=self.background.run)
         self.grown = Grown(self.res)
         self.journal = Journal(paths.journal_dir)
         self.started = time.time()
@@ -180,6 +187,7 @@ class Manager:
         self.stopping = threading.Event()
         self._seen: dict[str, tuple] = {}
         self._said: dict[str, float] = {}
+        self._refreshed = -REFRESH_EVERY_S
 
     def log(self, msg: str) -> None:
         from .hook import log_failure
@@ -233,8 +241,9 @@ class Manager:
                 self._seen[d.path] = (marks[d.path], now)
             self.res.index(list(d.index))  # embedded soon, a few windows at a time (backfiller)
         self.res.grow()  # what the tool worker answers from: every commit, and what other processes appended
-        if any(d.removed and d.committed for d in done):
-            self.res.refresh()  # a turn ended: index it now, before the next prompt asks
+        if any(d.removed and d.committed for d in done) and (force or time.monotonic() - self._refreshed >= REFRESH_EVERY_S):
+            self.res.refresh()  # a turn ended: index it now, before the next prompt asks (not after every one of many)
+            self._refreshed = time.monotonic()
 
     def settler(self) -> None:
         while not self.stopping.is_set():
@@ -278,10 +287,13 @@ class Manager:
 
     def worker(self) -> None:
         while True:
-            _, _, job = self.jobs.get()
+            rank, _, job = self.jobs.get()
             if job is None:
                 return
-            self._run(job, urgent=False)
+            if rank == BACKGROUND:
+                self.background.run(self._run, job, False)  # at low CPU priority, this thread waiting
+            else:
+                self._run(job, urgent=False)
 
     def tool_worker(self) -> None:
         while True:
@@ -387,8 +399,7 @@ class Manager:
             s.settimeout(0.05)  # a fresh socket's buffer takes these bytes at once
             s.sendall(HELLO)
         except OSError:
-            s.close()
-            return False
+            pass  # a hook that sent a nudge and went: what it sent is still there to read
         return True
 
     def responsive(self) -> None:
