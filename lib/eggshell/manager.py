@@ -218,6 +218,7 @@ class Manager:
         marks: dict[str, tuple] = {}
 
         def due(path: str) -> bool:
+            self.res.grow()  # what the last file committed, for the tool worker (warm.Grown)
             with self.state.released():
                 pass  # between two files' commits: a waiting tool answer goes first
             try:

@@ -41,7 +41,10 @@ class Grown:
 
     What the manager's tool worker answers tool events from while the main worker searches,
     saves or embeds: the reuse workspace of each read set, without reading the stores (only the
-    main worker does, and it grows every workspace after each commit).
+    main worker does, and it grows every workspace after each commit). Only while each store
+    file is exactly what the workspace was grown from: anything appended, replaced or removed
+    since (another process's commit, a forget, a compaction) sends the answer to the main
+    worker, which reads it first.
     """
 
     unlocked = contextlib.nullcontext  # the tool worker holds the lock for its whole answer
@@ -51,9 +54,18 @@ class Grown:
 
     def workspace(self, read: tuple[str, ...], staged=()) -> Workspace:
         live = self.res._live.get(read)
-        if live is None:
+        if live is None or self.res._grown.get(read) != tuple(_on_disk(p) for p in read):
             raise NotGrown(read)
         return live.current(staged, grow=False)
+
+
+def _on_disk(path: str) -> tuple:
+    """(file identity, size) as a Store that has read all of it records them ((None, 0): no file)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (None, 0)
+    return ((st.st_dev, st.st_ino), st.st_size)
 
 
 class Resources:
@@ -69,6 +81,7 @@ class Resources:
         self._pending: dict[str, None] = {}  # texts of saved turns to embed, oldest first
         self._stores: dict[str, Store] = {}
         self._live: dict[tuple[str, ...], LiveWorkspace] = {}
+        self._grown: dict[tuple[str, ...], tuple] = {}  # read set -> what its workspace was last grown from (Grown)
         self._searchers: dict[tuple, Searcher] = {}
         self._closers: list[Callable[[], None]] = []
         self._counts: dict[str, tuple[int, int]] = {}
@@ -172,7 +185,13 @@ class Resources:
         live = self._live.get(read)
         if live is None:
             live = self._live[read] = LiveWorkspace([self.store(p) for p in read])
-        return live.current(staged)
+        return self._current(read, live, staged)
+
+    def _current(self, read: tuple[str, ...], live: LiveWorkspace, staged=()) -> Workspace:
+        """Grow a live workspace (reading its stores) and note what from, for Grown."""
+        ws = live.current(staged)
+        self._grown[read] = tuple((s._ident, s._offset) for s in live.stores)
+        return ws
 
     def searcher(self, cfg: Config, read: tuple[str, ...]) -> Searcher:
         """A Searcher over these stores; warm, it ranks with the model too (when the config says so)."""
@@ -234,8 +253,7 @@ class Resources:
         """
         for s in self._searchers.values():
             s._refresh()
-        for live in self._live.values():
-            live.current()
+        self.grow()
         for path in list(self._counts):
             self.turn_count(path)  # what SessionStart says
 
@@ -246,8 +264,8 @@ class Resources:
 
     def grow(self) -> None:
         """Extend every reuse workspace by what was committed (cheap): what Grown answers from."""
-        for live in self._live.values():
-            live.current()
+        for read, live in self._live.items():
+            self._current(read, live)
 
     def close(self) -> None:
         for c in self._closers:

@@ -19,7 +19,8 @@ and never crash-loop. Each with real hooks, a real manager, and a real second ui
      holder;
   7. a directory that is a symlink, another user's, or open to others is never used;
   8. a tool event is answered (warm, by the tool worker) while the main worker is stuck in a
-     search: journal-and-acknowledge never queues behind search or saving;
+     search: journal-and-acknowledge never queues behind search or saving; and never from a
+     workspace its store file has moved past;
   9. the lock the two workers share lets a waiting tool answer in first, and inside the main
      worker's long read-only phases.
 A stopped (SIGSTOP) manager is test_manager.py's test 7.
@@ -485,6 +486,29 @@ def test_a_tool_event_is_answered_while_the_main_worker_is_stuck_in_a_search(env
     assert "PreToolUse TimeoutError" not in env.log_text()
     reply, _ = env.hook(env.tool("ls src", "config.py\n", "t2", "c2", session_id="s2"), EGGSHELL_BUDGET_S="5")
     assert isinstance(reply, dict) and "PostToolUse TimeoutError" not in env.log_text()
+
+
+def test_the_tool_worker_never_answers_from_a_workspace_its_store_has_moved_past(tmp_path):
+    """Another process's commit, or the file removed: the main worker reads the store first."""
+    from eggshell.warm import Grown, NotGrown, Resources
+    from test_hook import Env
+
+    e = Env(tmp_path)
+    e.write_config('mode = "lexical"\n')
+    e.record_turn("where is parse_config defined?", [(RG, RG_OUT)], RG_ANSWER, session="chat-1", turn="t1")
+    res = Resources(e.data, e.paths.bin_dir, warm=True)
+    read = (e.egg,)
+    res.workspace(read)  # the main worker builds it
+    grown = Grown(res)
+    before = len(grown.workspace(read).corpus.candidates)
+    e.record_turn("list the tests", [("ls tests", "test_a.py\n")], "one test", session="chat-2", turn="t2")  # a hook, by itself
+    with pytest.raises(NotGrown):
+        grown.workspace(read)
+    res.grow()
+    assert len(grown.workspace(read).corpus.candidates) > before
+    os.unlink(e.egg)
+    with pytest.raises(NotGrown):
+        grown.workspace(read)
 
 
 # -- 9. the lock the two workers share --------------------------------------------------------------
