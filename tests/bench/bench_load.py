@@ -11,15 +11,16 @@ one embedded first as in bench_hook.py).
 
 Every event is a fresh `bin/egg-hook codex` process, as the host starts it; the time is its
 wall time (start-up, journal append, the manager's reply). Prints p50/p99/max of
-PostToolUse (and of the prompts and Stops for context) and how many tool hooks got no
-answer from the manager (answered without memory: logged in hook.log). Target: PostToolUse
-p99 under 500 ms. Exits 1 if it is missed.
+PostToolUse (and of the prompts, and of the Stops: a hook that journals and nudges but waits
+for no answer, so what a hook process alone costs under this load) and how many tool hooks
+got no answer from the manager (answered without memory: logged in hook.log). Target:
+PostToolUse p99 under 500 ms. Exits 1 if it is missed.
 
 --checkout DIR runs another checkout's bin/ and lib/ on the same kept project (--keep),
 so the code before and after a change can be measured by the same script, back to back:
 
     python tests/bench/bench_load.py [--turns 10000] [--clients 8] [--tools 40] [--per-turn 8]
-                                     [--gap 0.05] [--checkout DIR] [--keep DIR]
+                                     [--gap 0.5] [--checkout DIR] [--keep DIR]
 """
 
 from __future__ import annotations
