@@ -536,6 +536,10 @@ def check_manager(c: Checkup) -> tuple[str, str]:
 
     files = Journal(c.paths.journal_dir).files()
     stale = [f for f in files if _sealed_for(f) > 120]
+    trouble = manager_trouble(c.paths.data_root)
+    if trouble is not None:
+        return "FAIL", "warm manager: %s; %d turn%s journaled (saved once a manager serves)" % (
+            trouble, len(files), "" if len(files) == 1 else "s")
     r = request(c.paths.data_root, {"op": "ping"}, timeout=2.0)
     log = os.path.join(run_dir(c.paths.data_root), LOG)
     crash = ""
@@ -557,6 +561,91 @@ def check_manager(c: Checkup) -> tuple[str, str]:
         "" if len(files) == 1 else "s", time.strftime("%H:%M:%S"))
 
 
+def manager_trouble(data_root: str) -> str | None:
+    """Why hooks answer without the manager though one could serve, with the fix; None if nothing is wrong.
+
+    A stopped or hung manager, a socket directory that is not this user's alone, something
+    other than a socket at the socket's path, another user's process listening there, or a
+    manager that refused to serve: each makes every hook answer cold (fast, and logged).
+    """
+    import time
+
+    from . import client
+
+    run = client.run_dir(data_root)
+    noted = client.unresponsive(run)
+    state = client.proc_state(noted[0]) if noted is not None else None
+    if noted is not None and state in ("T", "t"):
+        return ("pid %d is stopped (state %s in /proc/%d/stat), so hooks answer without it: `kill -CONT %d` resumes it, "
+                "`kill %d` ends it (the next hook starts a new one)" % (noted[0], state, noted[0], noted[0], noted[0]))
+    if noted is not None and state not in (None, "Z", "X"):
+        return ("pid %d accepted a hook %.0f s ago and said nothing (state %s in /proc/%d/stat): it is hung; `kill %d` "
+                "(the next hook starts a new one)" % (noted[0], time.time() - noted[1], state, noted[0], noted[0]))
+    why = client.refused(run)
+    if why is not None:
+        return "the last manager started refused to serve: %s (the next try is at most %.0f s after it)" % (why[0], client.REFUSED_S)
+    try:
+        client.reach(data_root, time.monotonic() + 2.0).close()
+    except client.NoManager as e:
+        return str(e) or None
+    return None
+
+
+def check_store_lock(c: Checkup) -> tuple[str, str] | None:
+    """The project's store is not locked by another process (the manager's saves would wait for it)."""
+    try:
+        cfg = _config.load(c.paths, c.cwd, env=c.env)
+    except _config.ConfigError:
+        return None  # check_config says why
+    egg = cfg.write_egg
+    if egg is None or not os.path.exists(egg + ".lock"):
+        return None
+    holders = _held_by(egg + ".lock")
+    if not holders:
+        return "ok", "store lock %s.lock is free" % egg
+    who = ", ".join("pid %d (%s)" % (p, _cmdline(p)) for p in holders)
+    return "FAIL", ("store lock %s.lock is held by %s: saves wait for it (the manager tries again every few seconds, the "
+                    "turns stay journaled); if that process is stuck, end it (`kill PID`)" % (egg, who))
+
+
+def _held_by(lock_path: str, settle_s: float = 0.5) -> list[int]:
+    """Processes holding `lock_path` locked for all of `settle_s` (a commit holds it for milliseconds)."""
+    import time
+
+    import portalocker
+
+    deadline = time.monotonic() + settle_s
+    with open(lock_path, "rb") as f:
+        while True:
+            try:
+                portalocker.lock(f, portalocker.LOCK_EX | portalocker.LOCK_NB)
+                portalocker.unlock(f)
+                return []
+            except portalocker.LockException:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.02)
+        ino = os.fstat(f.fileno()).st_ino
+    pids = []
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if "->" not in parts and len(parts) > 5 and parts[5].rsplit(":", 1)[-1] == str(ino):
+                    pids.append(int(parts[4]))
+    except (OSError, ValueError):
+        pass
+    return sorted(set(pids)) or [-1]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()[:80] or "?"
+    except OSError:
+        return "unknown"
+
+
 def _sealed_for(path: str) -> float:
     """Seconds since a journaled turn that should be saved was sealed (0: open, or read-only)."""
     import time
@@ -576,7 +665,7 @@ def _sealed_for(path: str) -> float:
 
 DOCTOR_CHECKS: tuple[Callable[[Checkup], tuple[str, str] | None], ...] = (
     check_hook_bin, check_codex_hooks, check_codex_trust, check_claude_hooks, check_config, check_model, check_data_root,
-    check_manager,
+    check_manager, check_store_lock,
 )
 
 

@@ -120,9 +120,13 @@ class LiveWorkspace:
             self._corpus.extend([c])
         return True
 
-    def current(self, staged: Iterable[Value] = ()) -> Workspace:
-        """The workspace now, plus the current turn's staged Values (which are not kept)."""
-        self._grow()
+    def current(self, staged: Iterable[Value] = (), grow: bool = True) -> Workspace:
+        """The workspace now, plus the current turn's staged Values (which are not kept).
+
+        `grow=False`: as last grown, reading the stores not at all (the manager's tool worker:
+        only its main worker changes what this holds)."""
+        if grow:
+            self._grow()
         unions = tuple(Union(a, b, "workspace") for g in self._graphs if g is not None for a, b in g.unions())
         staged = list(staged)
         if not staged:

@@ -177,7 +177,14 @@ def managed(host: str, raw: str, paths: _paths.Paths, deadline_from: float) -> t
         if st is None:
             return {}, None
         use_manager = os.environ.get("EGGSHELL_MANAGER", "on") != "off"
-        conn = client.connect(paths.data_root, deadline) if use_manager else None
+        conn, start = None, use_manager
+        if use_manager:
+            try:
+                conn = client.reach(paths.data_root, deadline, hello=st.answer_needed)
+            except client.NoManager as e:  # none runs, or it must not be trusted or waited for: answer cold
+                start = e.start
+                if str(e):
+                    log_failure(paths, event, e)
         if conn is not None and not st.answer_needed:
             conn.send({"op": "nudge"}, deadline)  # save what was just sealed
             conn.close()
@@ -194,7 +201,7 @@ def managed(host: str, raw: str, paths: _paths.Paths, deadline_from: float) -> t
             # start one (if one is alive, the new one finds the lock held and exits at once).
             client.spawn(paths.data_root)
             return {}, None
-        if use_manager:
+        if start:
             client.spawn(paths.data_root)
         return _cold(host, payload, st, paths, deadline, settle=not use_manager and st.event in codex.SEALING)
     except Exception as e:  # fail open: the agent goes on without memory

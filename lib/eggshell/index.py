@@ -113,6 +113,7 @@ class Provider:
         self._passages: Passages | None = None
         self._bm25_texts: list[str] | None = None
         self.query_embed_limit: int | None = None  # None: semantic.QUERY_EMBED_LIMIT
+        self.threads: int | None = None  # the model's threads (None: onnxruntime's default, every core)
 
     @property
     def uses_model(self) -> bool:
@@ -124,7 +125,7 @@ class Provider:
             from .semantic import SemanticIndex
 
             s = self.settings
-            enc = Encoder(s.model, model_dir=s.model_dir) if s.model else Encoder(model_dir=s.model_dir)
+            enc = Encoder(s.model, model_dir=s.model_dir, threads=self.threads) if s.model else Encoder(model_dir=s.model_dir, threads=self.threads)
             root = s.cache_dir or os.path.join(self.data_root or ".", "semantic", "vectors")
             self._semantic = SemanticIndex(enc, root, self.log)
             if self.query_embed_limit is not None:

@@ -10,6 +10,7 @@ line, in input order.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import asdict, dataclass
 from typing import IO, Callable, Iterable, NamedTuple
@@ -58,6 +59,10 @@ class Hit:
 class Searcher:
     """An index over the turns of some stores; rebuilt only when a store grew."""
 
+    # Entered around the long parts that read only the stores' graphs and this searcher (the
+    # rebuild, the ranking): the warm manager lets its tool worker answer meanwhile (manager.py).
+    unlocked = contextlib.nullcontext
+
     def __init__(self, stores: Iterable[Store], mode: str = "lexical", semantic: Semantic | None = None,
                  anchor_k: int = DEFAULT_ANCHOR_K, trace: str | None = None, model: str | None = None,
                  k1: float = K1, b: float = B):
@@ -84,6 +89,10 @@ class Searcher:
         stamp = tuple(s.stamp() for s in self.stores)  # a replaced or deleted file, or a tombstone, changes it
         if stamp == self._stamp:
             return
+        with self.unlocked():
+            self._rebuild(stamp)
+
+    def _rebuild(self, stamp: tuple) -> None:
         views: dict[str, TurnView] = {}
         for s in self.stores:
             for v in turn_views(s.graph):
@@ -126,6 +135,12 @@ class Searcher:
         self._refresh()
         assert self._bm25 is not None
         t1 = time.perf_counter()
+        with self.unlocked():
+            return self._rank(text, top_k, min_coverage, t0, t1)
+
+    def _rank(self, text: str, top_k: int, min_coverage: float, t0: float, t1: float) -> list[Hit]:
+        import time
+
         q = terms(text)
         n = len(self.views)
         lexical = [(s.index, s.score) for s in self._bm25.search(q, n, min_coverage)]

@@ -358,6 +358,8 @@ class Store:
     warm process stays current cheaply; a replaced file (compaction) is reloaded.
     """
 
+    lock_timeout = LOCK_TIMEOUT_S  # how long a commit waits for another writer (the warm manager: barely, it retries later)
+
     def __init__(self, path: str):
         self.path = path
         self.graph = Graph(path)
@@ -666,7 +668,8 @@ class _Locked:
         import portalocker  # imported here: its import costs readers (hooks) ~20 ms they need not pay
 
         self.lock_f = os.fdopen(lfd, "r+b")
-        deadline = _time.monotonic() + LOCK_TIMEOUT_S
+        wait = self.store.lock_timeout
+        deadline = _time.monotonic() + wait
         while True:
             try:
                 portalocker.lock(self.lock_f, portalocker.LOCK_EX | portalocker.LOCK_NB)
@@ -674,7 +677,7 @@ class _Locked:
             except portalocker.LockException:
                 if _time.monotonic() > deadline:
                     self.lock_f.close()
-                    raise EggError("%s: timed out after %.0f s waiting for the lock %s" % (path, LOCK_TIMEOUT_S, lock_path)) from None
+                    raise EggError("%s: timed out after %g s waiting for the lock %s (another process holds it)" % (path, wait, lock_path)) from None
                 _time.sleep(0.005)
         try:
             try:

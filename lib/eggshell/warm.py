@@ -16,9 +16,10 @@ never correctness, and one written by other code (a reinstall) is ignored.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
-from typing import Callable
+from typing import Callable, ContextManager
 
 from .config import Config
 from .engine import LiveWorkspace, Workspace
@@ -26,17 +27,61 @@ from .query import Searcher
 from .store import Store
 
 QUERY_WINDOWS = 16  # windows a warm prompt embeds for stored turns not embedded yet (about half a second)
-BACKFILL_WINDOWS = 16  # windows embedded per idle step of the manager
+MODEL_THREADS = 1  # the manager's model runs on the thread that asks, so a low-priority one embeds at low priority
+WARM_LOCK_S = 0.05  # a warm commit's wait for a store lock held elsewhere: the worker serves hooks; the journal keeps the turn
+BACKFILL_WINDOWS = 4  # windows embedded per step of the manager: a prompt waits at most for one step
+
+
+class NotGrown(Exception):
+    """The tool worker has no workspace for these stores yet: the main worker answers (and builds it)."""
+
+
+class Grown:
+    """Resources as the manager's main worker last brought them up to date, read and never changed.
+
+    What the manager's tool worker answers tool events from while the main worker searches,
+    saves or embeds: the reuse workspace of each read set, without reading the stores (only the
+    main worker does, and it grows every workspace after each commit). Only while each store
+    file is exactly what the workspace was grown from: anything appended, replaced or removed
+    since (another process's commit, a forget, a compaction) sends the answer to the main
+    worker, which reads it first.
+    """
+
+    unlocked = contextlib.nullcontext  # the tool worker holds the lock for its whole answer
+
+    def __init__(self, res: "Resources"):
+        self.res = res
+
+    def workspace(self, read: tuple[str, ...], staged=()) -> Workspace:
+        live = self.res._live.get(read)
+        if live is None or self.res._grown.get(read) != tuple(_on_disk(p) for p in read):
+            raise NotGrown(read)
+        return live.current(staged, grow=False)
+
+
+def _on_disk(path: str) -> tuple:
+    """(file identity, size) as a Store that has read all of it records them ((None, 0): no file)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (None, 0)
+    return ((st.st_dev, st.st_ino), st.st_size)
 
 
 class Resources:
-    def __init__(self, data_root: str, bin_dir: str, *, warm: bool, log: Callable[[str], None] = lambda m: None):
+    def __init__(self, data_root: str, bin_dir: str, *, warm: bool, log: Callable[[str], None] = lambda m: None,
+                 unlocked: Callable[[], ContextManager] = contextlib.nullcontext,
+                 background: Callable[..., object] = lambda fn, *args: fn(*args)):
         self.data_root = data_root
         self.bin_dir = bin_dir
         self.warm = warm
         self.log = log
+        self.unlocked = unlocked  # entered around long work that reads only the stores and what Grown never reads
+        self._background = background  # runs fn(*args) for backfill, at a priority below the hooks' (the manager's)
+        self._pending: dict[str, None] = {}  # texts of saved turns to embed, oldest first
         self._stores: dict[str, Store] = {}
         self._live: dict[tuple[str, ...], LiveWorkspace] = {}
+        self._grown: dict[tuple[str, ...], tuple] = {}  # read set -> what its workspace was last grown from (Grown)
         self._searchers: dict[tuple, Searcher] = {}
         self._closers: list[Callable[[], None]] = []
         self._counts: dict[str, tuple[int, int]] = {}
@@ -89,8 +134,14 @@ class Resources:
         path = self._snapshot_path(read)
         if not os.path.exists(path):
             return
+        from .client import unsafe_dir
         from .manager import source_stamp
 
+        snaps = os.path.dirname(path)
+        why = unsafe_dir(os.path.dirname(snaps)) or unsafe_dir(snaps)
+        if why is not None:  # unpickling runs code: only ever what this user's own manager wrote
+            self.log("snapshot %s: %s; reading the stores instead" % (path, why))
+            return
         try:
             with open(path, "rb") as f:
                 blob = pickle.load(f)
@@ -114,6 +165,7 @@ class Resources:
         else:
             s.refresh()
         s.note = self.log  # what a write changes besides the store (a mode tightened) goes to the hook log
+        s.lock_timeout = WARM_LOCK_S if self.warm else Store.lock_timeout  # (a snapshot's Store is the manager's)
         return s
 
     def turn_count(self, path: str) -> int:
@@ -124,7 +176,9 @@ class Resources:
         stamp = s.stamp()
         got = self._counts.get(path)
         if got is None or got[0] != stamp:
-            got = self._counts[path] = (stamp, len(turn_views(s.graph)))
+            with self.unlocked():
+                n = len(turn_views(s.graph))
+            got = self._counts[path] = (stamp, n)
         return got[1]
 
     def workspace(self, read: tuple[str, ...], staged=()) -> Workspace:
@@ -132,7 +186,13 @@ class Resources:
         live = self._live.get(read)
         if live is None:
             live = self._live[read] = LiveWorkspace([self.store(p) for p in read])
-        return live.current(staged)
+        return self._current(read, live, staged)
+
+    def _current(self, read: tuple[str, ...], live: LiveWorkspace, staged=()) -> Workspace:
+        """Grow a live workspace (reading its stores) and note what from, for Grown."""
+        ws = live.current(staged)
+        self._grown[read] = tuple((s._ident, s._offset) for s in live.stores)
+        return ws
 
     def searcher(self, cfg: Config, read: tuple[str, ...]) -> Searcher:
         """A Searcher over these stores; warm, it ranks with the model too (when the config says so)."""
@@ -153,9 +213,11 @@ class Resources:
             trace = os.path.join(self.data_root, "semantic", "matcher-trace.jsonl")
             s = self._searchers[key] = Searcher([self.store(p) for p in read], cfg.mode, semantic, trace=trace, model=cfg.model,
                                                 k1=cfg.bm25_k1, b=cfg.bm25_b)
+            s.unlocked = self.unlocked
             provider = getattr(semantic, "provider", None)
             if provider is not None:
                 provider.query_embed_limit = QUERY_WINDOWS
+                provider.threads = MODEL_THREADS
         return s
 
     def backfill(self, limit: int = BACKFILL_WINDOWS) -> int:
@@ -172,11 +234,17 @@ class Resources:
             if provider is None or done >= limit:
                 continue
             s._refresh()  # never embed a turn forgotten (or a store deleted) since the last prompt
-            if not s.candidates:
-                continue
             idx = provider._index()
-            idx.ensure([c["text"] for c in s.candidates], limit=limit - done)
-            done += idx.embedded
+            if self._pending:  # just saved turns first
+                with self.unlocked():
+                    self._background(idx.ensure, list(self._pending), None, limit - done)
+                if idx.embedded < limit - done:
+                    self._pending.clear()  # all their windows are cached now
+                done += idx.embedded
+            if s.candidates and done < limit:
+                with self.unlocked():
+                    self._background(idx.ensure, [c["text"] for c in s.candidates], None, limit - done)
+                done += idx.embedded
         return done
 
     def refresh(self) -> None:
@@ -187,18 +255,19 @@ class Resources:
         """
         for s in self._searchers.values():
             s._refresh()
-        for live in self._live.values():
-            live.current()
+        self.grow()
         for path in list(self._counts):
             self.turn_count(path)  # what SessionStart says
 
     def index(self, items: list[dict]) -> None:
-        """Embed newly saved turns now, so the next prompt only embeds itself (warm only)."""
-        for s in self._searchers.values():
-            provider = getattr(s.semantic, "provider", None)
-            if provider is not None and items:
-                provider.index(items)
-                return
+        """Embed newly saved turns soon, so the next prompt only embeds itself (warm only): `backfill`
+        does it a few windows at a time, first of all, so no request waits behind a long run."""
+        self._pending.update(dict.fromkeys(i["text"] for i in items))
+
+    def grow(self) -> None:
+        """Extend every reuse workspace by what was committed (cheap): what Grown answers from."""
+        for read, live in self._live.items():
+            self._current(read, live)
 
     def close(self) -> None:
         for c in self._closers:

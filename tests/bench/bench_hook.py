@@ -81,6 +81,32 @@ def build_store(path: str, turns: int) -> None:
             batch = []
 
 
+def prepare(d: str, turns: int, env: dict, egg_bin: str = os.path.join(REPO, "bin", "egg")) -> tuple[str, str]:
+    """(project, data root) in `d`: a project of `turns` stored turns (built once per --keep), every
+    one embedded. env["EGGSHELL_DATA_ROOT"] must be d/data."""
+    proj = os.path.join(d, "proj")
+    egg = os.path.join(proj, ".eggs", "work.egg")
+    data = os.path.join(d, "data")
+    if not os.path.exists(egg):
+        os.makedirs(os.path.dirname(egg), exist_ok=True)
+        with open(os.path.join(proj, ".eggshell.toml"), "w") as f:
+            f.write('egg = ".eggs/work.egg"\n')
+        t = time.perf_counter()
+        build_store(egg, turns)
+        print("built %d turns in %.0f s (%.1f MB)" % (turns, time.perf_counter() - t, os.path.getsize(egg) / 1e6))
+    # The vector cache is keyed by window text and model, so runs can share one: embedding
+    # this store's windows from nothing takes minutes, once. `egg index` does what is missing.
+    shared = os.path.join(os.path.expanduser("~"), ".cache", "eggshell", "bench-vectors")
+    os.makedirs(shared, exist_ok=True)
+    os.makedirs(data, exist_ok=True)
+    if not os.path.exists(os.path.join(data, "semantic")):
+        os.symlink(shared, os.path.join(data, "semantic"))
+    t = time.perf_counter()
+    subprocess.run([egg_bin, "index"], cwd=proj, env=env, check=True, stdout=subprocess.DEVNULL)
+    print("egg index: %.0f s (the shared vector cache at %s)" % (time.perf_counter() - t, shared))
+    return proj, data
+
+
 def stop_manager(data_root: str) -> None:
     client.request(data_root, {"op": "stop"}, timeout=5.0)
     pid_file = os.path.join(client.run_dir(data_root), "manager.pid")
@@ -133,28 +159,9 @@ def main() -> int:
     a = ap.parse_args()
     d = a.keep or tempfile.mkdtemp(prefix="bench-hook-")
     try:
-        proj = os.path.join(d, "proj")
-        egg = os.path.join(proj, ".eggs", "work.egg")
-        data = os.path.join(d, "data")
-        if not os.path.exists(egg):
-            os.makedirs(os.path.dirname(egg), exist_ok=True)
-            with open(os.path.join(proj, ".eggshell.toml"), "w") as f:
-                f.write('egg = ".eggs/work.egg"\n')
-            t = time.perf_counter()
-            build_store(egg, a.turns)
-            print("built %d turns in %.0f s (%.1f MB)" % (a.turns, time.perf_counter() - t, os.path.getsize(egg) / 1e6))
         env = {k: v for k, v in os.environ.items() if not k.startswith("EGGSHELL_")}
-        env.update(EGGSHELL_DATA_ROOT=data, EGGSHELL_MANAGER_IDLE="600")
-        # The vector cache is keyed by window text and model, so runs can share one: embedding
-        # this store's windows from nothing takes minutes, once. `egg index` does what is missing.
-        shared = os.path.join(os.path.expanduser("~"), ".cache", "eggshell", "bench-vectors")
-        os.makedirs(shared, exist_ok=True)
-        os.makedirs(data, exist_ok=True)
-        if not os.path.exists(os.path.join(data, "semantic")):
-            os.symlink(shared, os.path.join(data, "semantic"))
-        t = time.perf_counter()
-        subprocess.run([os.path.join(REPO, "bin", "egg"), "index"], cwd=proj, env=env, check=True, stdout=subprocess.DEVNULL)
-        print("egg index: %.0f s (the shared vector cache at %s)" % (time.perf_counter() - t, shared))
+        env.update(EGGSHELL_DATA_ROOT=os.path.join(d, "data"), EGGSHELL_MANAGER_IDLE="600")
+        proj, data = prepare(d, a.turns, env)
         base = {"cwd": proj, "model": "m", "permission_mode": "bypassPermissions", "transcript_path": "/dev/null"}
         stop_manager(data)
 

@@ -12,8 +12,10 @@ What this proves, each with real hook processes and a manager of its own per tes
      the Stop adds the answer and empties the journal;
   6. a manager killed with SIGKILL mid-turn loses nothing: hooks still answer, a new one
      starts, the whole turn reaches the store, the socket works again;
-  7. a stopped (SIGSTOP) manager never blocks the agent past the hook's budget, the Stop's
-     seal is journaled at once, and the turn is saved after SIGCONT;
+  7. a stopped (SIGSTOP) manager costs no hook its budget: the first sees it is stopped and
+     answers cold at once (the same denial), notes it in run/ so the next ones do not even try,
+     `egg doctor` names it and the fix; the Stop's seal is journaled at once, and after SIGCONT
+     the manager drops the note, saves the turn and serves again;
   8. an idle manager exits by itself, removes its socket and leaves no process;
   9. a configured provider program dies with a manager killed with SIGKILL;
  10. a hook that cannot append to the journal (full disk: RLIMIT_FSIZE) answers {} in its
@@ -401,19 +403,31 @@ def test_a_stopped_manager_never_blocks_the_agent(env):
     os.kill(pid, signal.SIGSTOP)
     try:
         assert wait_for(lambda: proc_state(pid) == "T", WAIT)
-        reply, took = env.hook(pre_tool(env, "rg -n parse_config ./src", "sess-1", "t1"), EGGSHELL_BUDGET_S="1")
-        assert reply == {} and took < 1 + SLACK, (reply, took)
-        assert "the manager gave no answer within the budget" in env.log_text()
+        # the first hook sees it is stopped (SO_PEERCRED's pid, /proc/PID/stat) and answers cold at once
+        reply, took = env.hook(pre_tool(env, "rg -n parse_config ./src", "sess-1", "t1"), EGGSHELL_BUDGET_S="20")
+        assert denial(reply) == denial(control) and took < 10, (reply, took)  # not the 20 s budget waited out
+        assert "the manager (pid %d) is stopped" % pid in env.log_text() and "kill -CONT %d" % pid in env.log_text()
+        assert client.unresponsive(env.run)[0] == pid  # noted for the hooks after it (owner only)
+        assert stat.S_IMODE(os.stat(os.path.join(env.run, client.UNRESPONSIVE)).st_mode) == 0o600
         reply, took = env.hook(env.stop("it is in src/config.py", "t1"), EGGSHELL_BUDGET_END_S="2")
         assert reply == {} and took < 2 + SLACK, took
+        said = [line for line in env.log_text().splitlines() if "is stopped;" in line]
+        assert len(said) == 1, said  # the next hooks go cold without trying, and without a word
         events = Journal(env.paths.journal_dir).read("sess-1", "t1")
         assert [e["event"] for e in events] == ["prompt", "tool", "stop"] and events[-1]["answer"] == "it is in src/config.py"
         assert env.view("sess-1", "t1") is None or env.view("sess-1", "t1").answer is None  # saved only by the manager
+        doctor = env.python("egg", "doctor")
+        assert ("FAIL warm manager: pid %d is stopped (state T in /proc/%d/stat)" % (pid, pid)) in doctor.stdout, doctor.stdout
+        assert "`kill -CONT %d`" % pid in doctor.stdout
+        assert env.managers() == [pid]  # no replacement was started while it holds the data root
     finally:
         os.kill(pid, signal.SIGCONT)
     assert wait_for(lambda: (v := env.view("sess-1", "t1")) is not None and v.answer == "it is in src/config.py", WAIT), \
         env.manager_log()
-    assert env.ping()["pid"] == pid
+    assert wait_for(lambda: client.unresponsive(env.run) is None, WAIT)  # running again: it dropped the note itself
+    before = env.ping()["requests"]
+    env.hook(env.prompt("bake some bread", "t2"))
+    assert env.ping()["pid"] == pid and env.ping()["requests"] > before + 1  # the hooks use it again
 
 
 # -- 8. idle exit ------------------------------------------------------------------------------

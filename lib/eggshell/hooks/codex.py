@@ -501,9 +501,10 @@ def _reuse(paths: Paths, res, read: tuple[str, ...], session: str, inquiry: str,
     ws = res.workspace(read, staged)
     chat = Deliveries(paths.state_dir, session, _log(paths, "chat state"))
     state = chat.load()
-    h = handoff(ws, inquiry, shown, retrieved=retrieved, budget=budget, delivered=state.delivered, session=session,
-                after_compaction=state.after_compaction, enforce=enforce, local_union=local_union, evidence=evidence,
-                log=_log(paths, "reuse"))
+    with res.unlocked():  # the engine only reads the workspace: the manager's tool worker may answer meanwhile
+        h = handoff(ws, inquiry, shown, retrieved=retrieved, budget=budget, delivered=state.delivered, session=session,
+                    after_compaction=state.after_compaction, enforce=enforce, local_union=local_union, evidence=evidence,
+                    log=_log(paths, "reuse"))
     if h.delivered and effects is not None:
         effects.append(lambda keys=h.delivered: chat.add(keys))
     if h.text and effects is not None:
