@@ -46,6 +46,7 @@ def private_tmp(env) -> None:
         d = private_dir(os.path.join(root, "tmp"))
     except OSError:  # none yet: a hook outside any project must create nothing
         return
+    env.setdefault("EGGSHELL_SYSTEM_TMPDIR", env.get("TMPDIR") or "/tmp")  # where the socket fallback lives (client.py)
     env["TMPDIR"] = d
 
 

@@ -48,8 +48,9 @@ MAX_SOCKET_BYTES = 100  # AF_UNIX paths hold 108 bytes on Linux (104 on macOS)
 
 def socket_path(data_root: str) -> str:
     """The manager's socket: in the data root's run/, or when that path is too long for a
-    Unix socket, in a private per-user directory under $XDG_RUNTIME_DIR or /tmp, named by
-    a hash of the data root."""
+    Unix socket, in a private per-user directory under $XDG_RUNTIME_DIR or the system's
+    temporary directory ($TMPDIR as Eggshell was started, else /tmp), named by a hash of
+    the data root."""
     p = os.path.join(run_dir(data_root), SOCKET)
     if len(os.fsencode(p)) <= MAX_SOCKET_BYTES:
         return p
@@ -57,7 +58,8 @@ def socket_path(data_root: str) -> str:
 
     # Not tempfile.gettempdir(): Eggshell's processes point TMPDIR into the data root
     # (__main__.private_tmp), whose long path is why we are here.
-    base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
+    env = os.environ
+    base = env.get("XDG_RUNTIME_DIR") or env.get("EGGSHELL_SYSTEM_TMPDIR") or env.get("TMPDIR") or "/tmp"
     name = hashlib.sha256(os.fsencode(os.path.abspath(data_root))).hexdigest()[:24]
     return os.path.join(base, "eggshell-%d" % os.getuid(), name + ".sock")
 
