@@ -111,9 +111,10 @@ class NoManager(Exception):
     """Why a hook answers without the manager: `str(e)` for the log ('' when there is nothing
     to say: none runs), `start` whether starting one could help."""
 
-    def __init__(self, why: str, start: bool):
+    def __init__(self, why: str, start: bool, busy: bool = False):
         super().__init__(why)
         self.start = start
+        self.busy = busy  # it runs and may answer later: only this caller stopped waiting
 
 
 def unsafe_dir(path: str) -> str | None:
@@ -198,12 +199,15 @@ def _path_trouble(data_root: str) -> NoManager | None:
     return None
 
 
-def reach(data_root: str, deadline: float, hello: bool = True) -> Connection:
+def reach(data_root: str, deadline: float, hello: bool = True, hung_after: float | None = None) -> Connection:
     """A verified connection to this data root's manager, its hello read; else raises NoManager.
 
     `hello=False` for a message that wants no answer (a nudge): it is verified and sent at
-    once, and waits in the socket for the manager to read it.
+    once, and waits in the socket for the manager to read it. A manager silent until
+    `hung_after` (default `deadline`) is taken for hung; one silent only until an earlier
+    `deadline` (a caller that waits less: PostToolUse) is just busy (NoManager.busy).
     """
+    hung_after = deadline if hung_after is None else hung_after
     trouble = _path_trouble(data_root)
     if trouble is not None:
         raise trouble
@@ -240,6 +244,9 @@ def reach(data_root: str, deadline: float, hello: bool = True) -> Connection:
             conn.close()
             raise NoManager("", start=True)  # it died with this connection queued: start a new one
         greeting = conn.receive(deadline)  # running: wait for it as for any answer
+    if greeting is None and time.monotonic() < hung_after:
+        conn.close()
+        raise NoManager("", start=False, busy=True)
     if greeting is None or "hello" not in greeting:
         conn.close()
         _mark_unresponsive(data_root, pid)

@@ -36,6 +36,8 @@ environment:
   EGGSHELL_MANAGER_IDLE=S     a started manager exits after S idle seconds (300)
   EGGSHELL_BUDGET_S=S         budget of prompt and tool events (10)
   EGGSHELL_BUDGET_END_S=S     budget of Stop, SessionEnd, PostCompact (2)
+  EGGSHELL_TOOL_WAIT_S=S      a PostToolUse waits at most S seconds from its start for
+                              the warm manager's context, then answers without it (0.3)
 
 Register it with `egg install codex` rather than by hand."""
 
@@ -149,6 +151,39 @@ def budget_s(event: str, env=os.environ) -> float:
         return default
 
 
+def process_age() -> float:
+    """Seconds since this process was started (the bootstrap `sh` execs Python in place).
+
+    Budgets count from there, not from when Python is ready: on a busy machine the start
+    of a hook (the shell, the interpreter, the imports) alone can take a few hundred ms.
+    0 where /proc does not say.
+    """
+    try:
+        import time
+
+        with open("/proc/self/stat", "rb") as f:
+            start = int(f.read().rpartition(b")")[2].split()[19])  # field 22, starttime, in clock ticks since boot
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - start / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
+AFTER_TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")
+
+
+def tool_wait_s(env=os.environ) -> float:
+    """How long after its start a PostToolUse hook waits for the warm manager's context.
+
+    Its one duty, journaling the result, is done before it asks; the context it may add is
+    advice. So it never waits behind a busy manager (eight chats at once on two cores):
+    past this it answers without it, and the manager skips the job if it has not begun it.
+    """
+    try:
+        return max(0.05, float(env.get("EGGSHELL_TOOL_WAIT_S") or 0.3))
+    except ValueError:
+        return 0.3
+
+
 def managed(host: str, raw: str, paths: _paths.Paths, deadline_from: float) -> tuple[dict, object]:
     """(reply, what to do once it is written), using the warm manager when one runs.
 
@@ -178,10 +213,14 @@ def managed(host: str, raw: str, paths: _paths.Paths, deadline_from: float) -> t
             return {}, None
         use_manager = os.environ.get("EGGSHELL_MANAGER", "on") != "off"
         conn, start = None, use_manager
+        advice_only = st.event in AFTER_TOOL_EVENTS
+        wait = min(deadline, deadline_from + tool_wait_s()) if advice_only else deadline  # the manager's answer, at the latest
         if use_manager:
             try:
-                conn = client.reach(paths.data_root, deadline, hello=st.answer_needed)
+                conn = client.reach(paths.data_root, wait, hello=st.answer_needed, hung_after=deadline)
             except client.NoManager as e:  # none runs, or it must not be trusted or waited for: answer cold
+                if e.busy:
+                    return {}, None  # advice only, from a manager too busy to greet us in time: none
                 start = e.start
                 if str(e):
                     log_failure(paths, event, e)
@@ -191,11 +230,13 @@ def managed(host: str, raw: str, paths: _paths.Paths, deadline_from: float) -> t
             return {}, None
         if conn is not None:
             if conn.send({"op": "answer", "host": host, "payload": payload, "step": st.to_json(),
-                          "budget": max(0.0, deadline - time.monotonic() - 0.05)}, deadline):
-                got = conn.receive(deadline)
+                          "budget": max(0.0, wait - time.monotonic() - 0.05)}, wait):
+                got = conn.receive(wait)
                 if got is not None and isinstance(got.get("reply"), dict):
                     return got["reply"], lambda: (conn.send({"op": "ack"}, time.monotonic() + 1.0), conn.close())
             conn.close()
+            if advice_only and time.monotonic() < deadline:
+                return {}, None  # a busy manager: the result is journaled, its advice is not waited for
             log_failure(paths, event, TimeoutError("the manager gave no answer within the budget; answered without memory"))
             # A manager killed a moment ago can still accept a connection it will never answer:
             # start one (if one is alive, the new one finds the lock held and exits at once).
@@ -256,7 +297,7 @@ def main(argv: list[str]) -> int:
     import gc
     import time
 
-    started = time.monotonic()
+    started = time.monotonic() - process_age()  # the host's clock started when it spawned us
     os.umask(0o077)  # the journal, chat state and logs hold prompts and tool output: owner only
     # A hook is one short process that loads a large, long-lived object graph (the stores)
     # and exits: cyclic collection passes over it were about 40% of loading 10k tool calls.

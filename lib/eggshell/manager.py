@@ -48,6 +48,9 @@ ANSWER, BACKGROUND = 0, 1  # the main worker's queue: what a hook waits for firs
 REFRESH_EVERY_S = 15.0  # after a turn is saved, search indexes are rebuilt ahead of the next prompt at most this often
 
 
+MAIN_NICE = 5  # the main worker's CPU priority, below the hooks' (see Manager.worker)
+
+
 class Background:
     """One thread at a lower CPU priority (nice +10) that runs what the main worker hands it and
     waits for: saving, index refreshes and embedding yield the cores to the hooks and to the
@@ -181,6 +184,7 @@ class Manager:
         self.busy = 0
         self._count = threading.Lock()
         self.requests = 0
+        self.skipped = 0  # jobs whose hook had stopped waiting before they began
         self.stamp = source_stamp()
         self.retire = False
         self.wake = threading.Event()
@@ -242,8 +246,13 @@ class Manager:
                 self._seen[d.path] = (marks[d.path], now)
             self.res.index(list(d.index))  # embedded soon, a few windows at a time (backfiller)
         self.res.grow()  # what the tool worker answers from: every commit, and what other processes appended
-        if any(d.removed and d.committed for d in done) and (force or time.monotonic() - self._refreshed >= REFRESH_EVERY_S):
-            self.res.refresh()  # a turn ended: index it now, before the next prompt asks (not after every one of many)
+        # A turn ended: index it now, before the next prompt asks. With one chat that prompt
+        # comes seconds later and finds the indexes current; under many chats at once a turn
+        # ends every second, and a rebuild at each would only burn the cores the hooks need,
+        # so then (other requests in flight) at most every REFRESH_EVERY_S.
+        quiet = self.busy == 0 and self.jobs.empty()
+        if any(d.removed and d.committed for d in done) and (force or quiet or time.monotonic() - self._refreshed >= REFRESH_EVERY_S):
+            self.res.refresh()
             self._refreshed = time.monotonic()
 
     def settler(self) -> None:
@@ -287,6 +296,14 @@ class Manager:
         return box.get("result")
 
     def worker(self) -> None:
+        # Prompt searches run here, and at 10,000 turns under eight chats a search with the
+        # index refresh it needs takes seconds of CPU. The hooks the host is waiting on (short
+        # processes that journal, then ask the tool worker) must not queue behind it for a
+        # core: this thread yields to them (nice +5; the tool worker keeps the process's own).
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), MAIN_NICE)
+        except (OSError, AttributeError):
+            pass
         while True:
             rank, _, job = self.jobs.get()
             if job is None:
@@ -309,6 +326,8 @@ class Manager:
             if deadline is None or time.monotonic() < deadline:
                 with self.state.held(urgent):
                     box["result"] = fn()
+            else:
+                self.skipped += 1  # its hook answered without it
         except Exception as e:  # one failed job never stops a worker
             self.log("%s: %s: %s" % (getattr(fn, "__name__", "job"), type(e).__name__, e))
         finally:
@@ -380,7 +399,7 @@ class Manager:
     def status(self) -> dict:
         return {"pid": os.getpid(), "version": __version__, "uptime_s": round(time.time() - self.started, 1),
                 "idle_s": round(time.monotonic() - self.last, 1), "rss_kb": rss_kb(), "requests": self.requests,
-                "queued_turns": len(self.journal.files()), "data_root": self.paths.data_root}
+                "queued_turns": len(self.journal.files()), "skipped": self.skipped, "data_root": self.paths.data_root}
 
     def admit(self, s: socket.socket) -> bool:
         """Say hello to a client of this user, on the accept thread, before reading a byte;
@@ -556,6 +575,8 @@ def serve(paths: Paths, idle_s: float) -> int:
     return 0
 
 
+STOP_WAIT_S = 15.0
+
 USAGE = """usage: egg-manager serve | status | stop
 
 The warm manager hooks talk to (one per data root, started on demand by egg-hook).
@@ -592,7 +613,8 @@ def main(argv: list[str]) -> int:
         _redirect_log(paths)
         return serve(paths, idle)
     if cmd in ("status", "stop"):
-        reply = request(paths.data_root, {"op": "ping" if cmd == "status" else "stop"})
+        # A person or a script waits here, not an agent: a manager busy saving gets its time.
+        reply = request(paths.data_root, {"op": "ping" if cmd == "status" else "stop"}, timeout=STOP_WAIT_S)
         if reply is None:
             print("%s: no manager is running for %s" % (PROG, paths.data_root), file=sys.stderr)
             return 1

@@ -167,13 +167,15 @@ def _spans(text: str) -> list:
 
 
 def _matches(rx, hay: str, text: str, kind):
-    """The spans one rule redacts. A quoted value judged no secret is searched again, so a key
-    inside what was taken for a value (`password: "x password: "real"`) is still seen."""
+    """The spans one rule redacts. A value judged no secret is searched again, so a key inside
+    what was taken for a value (`password: "x password: "real"`, `key: SECRET_KEY=real`) is
+    still seen. A bare value is searched again once, not again inside what that finds:
+    `key:key:key:...` stays linear."""
     if "v" not in rx.groupindex:
         for m in rx.finditer(hay):
             yield _judge(text, m, kind)
         return
-    pos = 0
+    pos = inside = 0
     while True:
         m = rx.search(hay, pos)
         if m is None:
@@ -181,7 +183,12 @@ def _matches(rx, hay: str, text: str, kind):
         span = _judge(text, m, kind)
         if span is None:
             v = m.start("v")
-            pos = v + 1 if hay[v] in "\"'" else m.end()
+            if hay[v] in "\"'":
+                pos = v + 1
+            elif m.start() >= inside:
+                pos, inside = v, m.end()
+            else:
+                pos = m.end()
         else:
             yield span
             pos = max(m.end(), m.start() + 1)

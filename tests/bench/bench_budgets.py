@@ -32,7 +32,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "lib"))
+sys.path.insert(0, HERE)
 
+from bench_hook import hook_env  # noqa: E402
 from eggshell import config  # noqa: E402
 from eggshell.journal import Journal  # noqa: E402
 
@@ -54,7 +56,7 @@ class Project:
         with open(os.path.join(self.proj, ".eggshell.toml"), "w") as f:
             f.write(config.PROJECT_TEMPLATE)
         self.data = os.path.join(root, "data")
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("EGGSHELL_", "CODEX_"))}
+        self.env = hook_env(drop=("EGGSHELL_", "CODEX_"))
         self.env.update(EGGSHELL_PREFIX=prefix, EGGSHELL_DATA_ROOT=self.data, CODEX_HOME=os.path.join(root, "codex"),
                         EGGSHELL_MANAGER=manager)
         self.manager = manager

@@ -81,6 +81,15 @@ def build_store(path: str, turns: int) -> None:
             batch = []
 
 
+def hook_env(drop=("EGGSHELL_",)) -> dict:
+    """This process's environment as a host would hand it to egg-hook: none of the run's own
+    Eggshell settings, and byte code cached as in an installed venv. This machine's
+    environment may say PYTHONDONTWRITEBYTECODE, which makes every hook of a checkout compile
+    every module it imports (tens of ms a hook) where an installed one reads its .pyc files.
+    """
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop) and k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def prepare(d: str, turns: int, env: dict, egg_bin: str = os.path.join(REPO, "bin", "egg")) -> tuple[str, str]:
     """(project, data root) in `d`: a project of `turns` stored turns (built once per --keep), every
     one embedded. env["EGGSHELL_DATA_ROOT"] must be d/data."""
@@ -159,7 +168,7 @@ def main() -> int:
     a = ap.parse_args()
     d = a.keep or tempfile.mkdtemp(prefix="bench-hook-")
     try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("EGGSHELL_")}
+        env = hook_env()
         env.update(EGGSHELL_DATA_ROOT=os.path.join(d, "data"), EGGSHELL_MANAGER_IDLE="600")
         proj, data = prepare(d, a.turns, env)
         base = {"cwd": proj, "model": "m", "permission_mode": "bypassPermissions", "transcript_path": "/dev/null"}

@@ -41,7 +41,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "lib"))
 sys.path.insert(0, HERE)
 
-from bench_hook import prepare  # noqa: E402
+from bench_hook import hook_env, prepare  # noqa: E402
 
 TARGET_P99_MS = 500
 
@@ -159,7 +159,7 @@ def main() -> int:
     checkout = os.path.abspath(a.checkout)
     hook = os.path.join(checkout, "bin", "egg-hook")
     d = a.keep or tempfile.mkdtemp(prefix="bench-load-", dir="/tmp")  # short: the socket path must fit
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EGGSHELL_") and k != "PYTHONPATH"}
+    env = hook_env(drop=("EGGSHELL_", "PYTHONPATH"))
     env.update(EGGSHELL_MANAGER_IDLE="600")
     env["EGGSHELL_DATA_ROOT"] = os.path.join(d, "data")
     egg_bin = os.path.join(checkout, "bin", "egg")
@@ -192,7 +192,8 @@ def main() -> int:
         for name in ("PostToolUse", "UserPromptSubmit", "Stop"):
             ts = load.times.get(name, [])
             print("  %-17s n=%4d  p50 %6.0f ms  p99 %6.0f ms  max %6.0f ms" % (name, len(ts), pct(ts, 0.5), pct(ts, 0.99), pct(ts, 1.0)))
-        print("  PostToolUse hooks the manager did not answer in their budget: %d" % unanswered)
+        print("  PostToolUse hooks the manager did not answer in their budget: %d; answers it skipped, their hook gone "
+              "(EGGSHELL_TOOL_WAIT_S, advice only): %d" % (unanswered, status.get("skipped", 0)))
         p99 = pct(tools, 0.99)
         ok = p99 < TARGET_P99_MS
         print("  PostToolUse p99 %.0f ms, target < %d ms: %s" % (p99, TARGET_P99_MS, "met" if ok else "MISSED"))

@@ -42,6 +42,7 @@ import time
 import pytest
 
 from eggshell import client
+from eggshell.journal import Journal
 from eggshell.paths import Paths, private_dir
 from eggshell.matcher import PROVIDER_DEADLINE_S
 from helpers import alive, wait_for
@@ -334,16 +335,23 @@ while True:
 """
 
 
+def fake_manager(env, script: str):
+    """A stand-in manager process listening at the socket (holding the manager lock), and the
+    file it counts its accepted connections in."""
+    private_dir(env.run)
+    count = os.path.join(env.tmp, "accepted")
+    p = subprocess.Popen([sys.executable, "-c", script, env.sock, count, os.path.join(env.run, client.LOCK)],
+                         env=dict(os.environ, EGGSHELL_DATA_ROOT=env.data))
+    assert wait_for(lambda: os.path.exists(env.sock), WAIT)
+    return p, count
+
+
 def test_a_manager_that_accepts_and_says_nothing_costs_one_hook_its_budget_once(env):
     """Running but silent (every thread stuck): the first hook waits for it as for any answer, no
     longer; the hooks after it answer cold at once, without connecting, for RETRY_S."""
     record_chat1_cold(env)
-    private_dir(env.run)
-    count = os.path.join(env.tmp, "accepted")
-    silent = subprocess.Popen([sys.executable, "-c", SILENT, env.sock, count, os.path.join(env.run, client.LOCK)],
-                              env=dict(os.environ, EGGSHELL_DATA_ROOT=env.data))
+    silent, count = fake_manager(env, SILENT)
     try:
-        assert wait_for(lambda: os.path.exists(env.sock), WAIT)
         reply, took = env.hook(env.prompt("where is parse_config defined?", "u1", session_id="hung"), EGGSHELL_BUDGET_S="3")
         assert reply == {} and took < 3 + SLACK, (reply, took)
         assert "accepted but said nothing within the hook's budget (hung)" in env.log_text()
@@ -363,6 +371,31 @@ def test_a_manager_that_accepts_and_says_nothing_costs_one_hook_its_budget_once(
     env.hook(env.prompt("bake some bread", "t9", session_id="after"))
     assert client.unresponsive(env.run) is None
     env.wait_manager()
+
+
+BUSY = SILENT.replace("    held.append(c)  # accepted, never answered: a manager whose every thread is stuck",
+                      "    c.sendall(b'{\"hello\":1}\\n')  # alive and greeting, its workers busy: no answer comes\n    held.append(c)")
+
+
+def test_a_post_tool_use_never_waits_behind_a_busy_manager_and_keeps_its_result(env):
+    """PostToolUse journals its result before it asks; what it may get back is advice. A manager
+    that greets at once but is too busy to answer costs it EGGSHELL_TOOL_WAIT_S, not its budget,
+    and is not taken for hung (the next hooks still ask it). PreToolUse, whose answer may save a
+    whole tool call, still waits for it (its budget here: 2 s)."""
+    record_chat1_cold(env)
+    env.hook(env.prompt("where is parse_config defined?", "b1", session_id="busy"), EGGSHELL_MANAGER="off")  # a journaled turn
+    busy, count = fake_manager(env, BUSY)
+    try:
+        reply, took = env.hook(env.tool("rg -n parse_config src", RG_OUT, "b1", "call-b1", session_id="busy"), EGGSHELL_BUDGET_S="20")
+        assert reply == {} and took < 0.3 + SLACK, (reply, took)  # not its 20 s budget
+        assert [e["output"] for e in Journal(env.paths.journal_dir).read("busy", "b1") if e.get("event") == "tool"] == [RG_OUT]
+        assert client.unresponsive(env.run) is None and "hung" not in env.log_text()
+        reply, took = env.hook(pre_tool(env, "rg -n parse_config ./src", "busy", "b1"), EGGSHELL_BUDGET_S="2")
+        assert reply == {} and 2.0 <= took < 2 + SLACK, (reply, took)  # waited its whole (short) budget for the answer
+        assert open(count).read() == "2"  # both asked it
+    finally:
+        busy.kill()
+        busy.wait()
 
 
 # -- 5. a directory at the socket path ---------------------------------------------------------------

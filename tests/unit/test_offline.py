@@ -188,8 +188,10 @@ def test_a_warm_session_with_the_model_loaded_reaches_no_network_and_writes_only
         hook("h6-prompt", env.prompt("where does parse_config read the file?", "t3", session_id="chat-c"))
         index.stdin.close()
         index.wait(timeout=30)
-        subprocess.run([EGG, "--as", "egg-manager", "stop"], env=penv, cwd=cwd, capture_output=True, timeout=60)
-        manager.wait(timeout=60)
+        stop = subprocess.run([EGG, "--as", "egg-manager", "stop"], env=penv, cwd=cwd, capture_output=True, text=True,
+                              timeout=60)
+        assert stop.returncode == 0, stop.stderr
+        manager.wait(timeout=180)  # it settles, refreshes and snapshots first, every syscall traced
     finally:
         for p in procs:
             if p.poll() is None:
