@@ -663,9 +663,36 @@ def _sealed_for(path: str) -> float:
         return 0.0
 
 
+def check_quarantine(c: Checkup) -> tuple[str, str] | None:
+    """Events no turn could store are kept aside; the user should know they exist (and may delete them)."""
+    from . import quarantine
+
+    q = quarantine.path(c.paths.data_root)
+    try:
+        with open(q, "rb") as f:
+            n = sum(1 for _ in f)
+    except OSError:
+        return None
+    if n == 0:
+        return None
+    return "note", ("%d hook event%s could not be stored and %s kept in %s (the rest of each turn was recorded): "
+                    "read it, then delete it" % (n, "" if n == 1 else "s", "is" if n == 1 else "are", q))
+
+
+def check_telemetry_leftover(c: Checkup) -> tuple[str, str] | None:
+    """~/.cache/Microsoft is what onnxruntime's telemetry writes (a device id); Eggshell keeps it
+    off, so one found here was left by an older Eggshell or another program using onnxruntime."""
+    home = c.env.get("HOME") or os.path.expanduser("~")
+    d = os.path.join(c.env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "Microsoft")
+    if not os.path.isdir(d):
+        return None
+    return "note", ("%s exists: onnxruntime telemetry (a device id, an event store) written by another program or an "
+                    "Eggshell before 1 Dec 2026; Eggshell runs with it off (ORT_DISABLE_TELEMETRY=1): delete it" % d)
+
+
 DOCTOR_CHECKS: tuple[Callable[[Checkup], tuple[str, str] | None], ...] = (
     check_hook_bin, check_codex_hooks, check_codex_trust, check_claude_hooks, check_config, check_model, check_data_root,
-    check_manager, check_store_lock,
+    check_manager, check_store_lock, check_quarantine, check_telemetry_leftover,
 )
 
 

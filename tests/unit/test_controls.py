@@ -456,6 +456,21 @@ def test_doctor_model_is_only_a_note_when_search_is_lexical(egg, monkeypatch):
     assert any(x.startswith("note embedding model missing") and "not needed here" in x for x in egg("doctor")[1].splitlines())
 
 
+def test_doctor_names_quarantined_events_and_leftover_telemetry(egg, monkeypatch):
+    from eggshell import quarantine
+
+    monkeypatch.setenv("HOME", str(egg.home))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    out = egg("doctor")[1]
+    assert "could not be stored" not in out and "Microsoft" not in out
+    quarantine.add(egg.paths.data_root, "s", "t", "tool", "a tool name over two lines", "{}")
+    quarantine.add(egg.paths.data_root, "s", "t", "tool", "NaN in its input", "{}")
+    (egg.home / ".cache" / "Microsoft" / "DeveloperTools").mkdir(parents=True)
+    rc, out, _ = egg("doctor")
+    assert "note 2 hook events could not be stored and are kept in %s" % quarantine.path(egg.paths.data_root) in out
+    assert "note %s exists: onnxruntime telemetry" % (egg.home / ".cache" / "Microsoft") in out and "delete it" in out
+
+
 def test_doctor_checks_are_a_list_another_check_can_join(egg):
     def manager(c):
         return "note", "manager: not running"
