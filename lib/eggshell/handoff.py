@@ -194,14 +194,17 @@ def _show_work(v) -> str:
 
 
 def render_plan(plan, corpus, request: str, budget: int = DEFAULT_BUDGET, delivered: frozenset[str] = frozenset(),
-                visible=lambda owner: False, enforce: bool = False) -> PlanHandoff:
+                visible=lambda owner: False, enforce: bool = False, standing=None) -> PlanHandoff:
     """The handoff (or the deny reason) for a reuse plan, within `budget` characters.
 
     Evidence is admitted whole or not at all; what does not fit is listed by owner key
     for `egg show KEY`. Evidence the chat already holds (`delivered` g-keys, or an owner
     `visible` in its own history) is not resent. With `enforce` (PreToolUse) a completed
     match on the call itself stops it, once per projection (its d-key), and only when its
-    evidence is in context or travels now: hidden evidence can never stop a call.
+    evidence is in context or travels now: hidden evidence can never stop a call. `standing`
+    (standing.Judge) says how each prior outcome stands now: one that may not complete
+    (changed inputs, unknown, another store's) never stops a call. None: not judged (the
+    stages' own tests).
     """
     from .delivery import d_key, g_key
     from .intrinsic import projection_outcome
@@ -213,7 +216,8 @@ def render_plan(plan, corpus, request: str, budget: int = DEFAULT_BUDGET, delive
         g, d = g_key(owner, out), d_key(owner, out)
         items.append((s, owner, out, g, d, g in delivered or visible(owner)))
     transport = [it for it in items if not it[5]]
-    checkpoint = [it for it in items if enforce and it[0].blocks and it[4] not in delivered]
+    checkpoint = [it for it in items if enforce and it[0].blocks and it[4] not in delivered
+                  and (standing is None or standing(it[1], it[2]).may_complete)]
     empty = PlanHandoff("", False, (), (), (), ())
     if not transport and not checkpoint:
         return empty
