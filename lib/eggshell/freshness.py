@@ -50,14 +50,26 @@ def observed_of(edge: object) -> dict | None:
     return None
 
 
-def standing_of(fp: dict | None, probe: fingerprint.Probe, cwd: str | None = None) -> Standing:
-    """How an outcome with this fingerprint stands now."""
+def reads_only(work: object) -> bool:
+    """Every clause of the Work only reads (commands.reads_only): the only calls whose inputs a
+    fingerprint can name. A test run or a build reads everything (a persistent union may still
+    declare one equal to another call): its outcome is never verified."""
+    from .commands import reads_only as clause_reads
+    from .intrinsic import patterns_of
+
+    return isinstance(work, Atom) and all(clause_reads(p.text, p.framing)[0] for p in patterns_of(work))
+
+
+def standing_of(fp: dict | None, probe: fingerprint.Probe, cwd: str | None = None, work: object = None) -> Standing:
+    """How an outcome with this fingerprint (of a call of `work`, when given) stands now."""
     if fp is None:
         return Standing()
-    inputs, changed = fingerprint.check(fp, probe, cwd)
     at, head = fp.get("at"), fp.get("head")
-    return Standing(recorded=at if isinstance(at, str) else None, commit=head if isinstance(head, str) else None,
-                    inputs=inputs, changed=tuple(changed))
+    known = Standing(recorded=at if isinstance(at, str) else None, commit=head if isinstance(head, str) else None)
+    if work is not None and not reads_only(work):
+        return known
+    inputs, changed = fingerprint.check(fp, probe, cwd)
+    return Standing(known.recorded, known.commit, inputs, tuple(changed))
 
 
 def judge(root: str | None, cwd: str | None = None, cache: Cache | None = None, key: bytes | None = None,
@@ -78,7 +90,7 @@ def judge(root: str | None, cwd: str | None = None, cache: Cache | None = None, 
         got = memo.get(owner)
         if got is None:
             try:
-                got = standing_of(observed_of(owner), probe, rel)
+                got = standing_of(observed_of(owner), probe, rel, owner.args[0].target)
             except Exception as e:  # a check that fails is unknown: advice, never a denial
                 log("freshness check: %s: %s" % (type(e).__name__, e))
                 got = Standing()
