@@ -238,7 +238,7 @@ def _stage(words: list, cwd: str, need: Need, first: bool) -> str:
     sub = None
     if prog == "git":
         need.git = True
-        if opts & {"-C", "--git-dir", "--work-tree"} or opts & GIT_REFS:
+        if {o.partition("=")[0] for o in opts} & ({"-C", "--git-dir", "--work-tree"} | GIT_REFS):
             need.unknown.append("git reads other refs or another tree")
         i = 0
         while i < len(rest) and rest[i][0] is not None and rest[i][0].startswith("-"):
@@ -572,7 +572,7 @@ def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | Non
         e = _observe_path(probe, path, mode, now)
         if e is None:
             continue  # absent and outside the project: not an input
-        existing += e[0] in ("f", "d")
+        existing += e[0] != "a"
         entries.append(e)
     if need.default is not None and not existing:
         at, mode = need.default
@@ -588,6 +588,8 @@ def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | Non
         unknown.append("the call names no input")
     rel_cwd = inside(probe.root, os.path.realpath(cwd))
     fp = {"v": VERSION, "at": when, "head": probe.head(), "cwd": rel_cwd, "key": key_id(key), "in": entries}
+    if need.git:
+        fp["git"] = True  # what git shows depends on the index too: a staged change is a change
     if unknown:
         fp["unknown"] = unknown[:8]
     return fp
@@ -731,7 +733,7 @@ def check(fp: object, probe: Probe, cwd: str | None = None) -> tuple[str, list]:
     key_ok = fp.get("key") is not None and fp.get("key") == key_id(probe.key)
     for e in fp["in"]:
         try:
-            got = _check_entry(probe, e, key_ok)
+            got = _check_entry(probe, e, key_ok, fp.get("git") is True)
         except (TypeError, ValueError, IndexError, KeyError):
             got = UNKNOWN
         if got == CHANGED:
@@ -743,7 +745,7 @@ def check(fp: object, probe: Probe, cwd: str | None = None) -> tuple[str, list]:
     return (UNKNOWN if unknown else VERIFIED), []
 
 
-def _check_entry(probe: Probe, e: list, key_ok: bool) -> str:
+def _check_entry(probe: Probe, e: list, key_ok: bool, git: bool) -> str:
     kind = e[0]
     if kind == "u":
         return UNKNOWN
@@ -764,7 +766,7 @@ def _check_entry(probe: Probe, e: list, key_ok: bool) -> str:
     if os.path.realpath(path) != path.rstrip(os.sep):
         return UNKNOWN  # a symlink now: what it reads is not what was recorded
     if kind == "f":
-        return _check_file(probe, path, rel, st, e, key_ok)
+        return _check_file(probe, path, rel, st, e, key_ok, git)
     if kind == "d":
         if not _stat.S_ISDIR(st.st_mode):
             return CHANGED
@@ -773,13 +775,12 @@ def _check_entry(probe: Probe, e: list, key_ok: bool) -> str:
     return UNKNOWN
 
 
-def _check_file(probe: Probe, path: str, rel: str, st: os.stat_result, e: list, key_ok: bool) -> str:
+def _check_file(probe: Probe, path: str, rel: str, st: os.stat_result, e: list, key_ok: bool, git: bool) -> str:
     _, _, size, mtime, ctime, ino, cid, racy, ix = e[:9]
     if not _stat.S_ISREG(st.st_mode):
         return CHANGED
-    git = probe.git()
-    if ix is not None or git:
-        now_ix = probe.index().lookup(probe.repo_path(rel) or "") if git else None
+    if git:
+        now_ix = probe.index().lookup(probe.repo_path(rel) or "") if probe.git() else None
         if (now_ix[0] if now_ix else None) != ix:
             return CHANGED  # staged or committed anew: `git diff` and `git status` would say otherwise
     probe.budget.entries -= 1

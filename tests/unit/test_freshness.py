@@ -219,3 +219,15 @@ def test_the_fingerprint_travels_through_the_journal_into_the_store(env):
     assert freshness.observed_of(g.nodes[t.id]) == fp
     key = os.path.join(env.paths.state_dir, fingerprint.KEY_FILE)
     assert os.stat(key).st_mode & 0o777 == 0o600
+
+
+def test_a_test_run_declared_equal_to_a_call_never_denies_it(env):
+    """A persistent union may declare `make check` the same as a prior `pytest` run, but a test run
+    reads everything: no fingerprint can verify it, so it stays advice."""
+    from helpers.reuse import bash
+
+    out = "1 passed\n"
+    env.record_turn("run the tests", [("pytest -q src/billing", out)], "they pass", session="chat-1", turn="t-tests")
+    Store.open(env.egg).commit([], unions=[(bash("make check"), bash("pytest -q src/billing"))])
+    assert denied(pre(env, "make check")) is None
+    assert judged(env, "pytest -q src/billing").inputs == UNKNOWN
