@@ -66,8 +66,12 @@ def standing_of(fp: dict | None, probe: fingerprint.Probe, cwd: str | None = Non
         return Standing()
     at, head = fp.get("at"), fp.get("head")
     known = Standing(recorded=at if isinstance(at, str) else None, commit=head if isinstance(head, str) else None)
-    if work is not None and not reads_only(work):
-        return known
+    if work is not None:
+        reads = probe.cache.get(("reads", work))
+        if reads is None:
+            reads = probe.cache[("reads", work)] = reads_only(work)  # parsing the command costs more than the check
+        if not reads:
+            return known
     inputs, changed = fingerprint.check(fp, probe, cwd)
     return Standing(known.recorded, known.commit, inputs, tuple(changed))
 
