@@ -231,3 +231,18 @@ def test_a_test_run_declared_equal_to_a_call_never_denies_it(env):
     Store.open(env.egg).commit([], unions=[(bash("make check"), bash("pytest -q src/billing"))])
     assert denied(pre(env, "make check")) is None
     assert judged(env, "pytest -q src/billing").inputs == UNKNOWN
+
+
+def test_after_a_change_the_new_read_is_reused_and_the_old_one_never(env):
+    """Issue 11 §6 at the hook level: chat 1 reads the file; it is changed and committed; chat 2's
+    read runs and sees the new content; chat 3, nothing changed since, is denied with it."""
+    chat1(env, "cat " + INVOICE)
+    new = INVOICE_TEXT.replace("sum(", "round(sum(").replace("lines)\n", "lines), 2)\n")
+    write(env, INVOICE, new)
+    git(env, "commit", "-qam", "round totals")
+    assert denied(pre(env, "cat ./" + INVOICE)) is None  # chat 2: it runs ...
+    assert chat1(env, "cat ./" + INVOICE, session="chat-2b") == new  # ... and its hook records what it saw
+    reason = denied(pre(env, "cat ./" + INVOICE, session="chat-3"))
+    assert reason is not None and new in reason
+    # How chat 1's changed evidence is shown (marked or left out) is the renderer's: its Standing names the change.
+    assert judged(env, "cat " + INVOICE).changed == (INVOICE,) and judged(env, "cat ./" + INVOICE).inputs == VERIFIED
