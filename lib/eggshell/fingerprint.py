@@ -157,13 +157,18 @@ def tokens(cmd: str) -> list | None:
 class Need:
     """What a call reads, as found in its input: (path, how) pairs relative to its cwd, and why not."""
 
-    __slots__ = ("paths", "unknown", "git", "default")
+    __slots__ = ("paths", "unknown", "git", "defaults", "groups")
 
     def __init__(self):
         self.paths: list = []  # (path joined to its clause's cwd, mode): mode "r" a tree, "1" one level; "h": dot entries too
+        self.groups: list = []  # for each path, the simple command that named it
         self.unknown: list = []  # reasons the call's inputs cannot all be named
         self.git = False  # a git command: HEAD (and the index) are inputs too
-        self.default = None  # (cwd, mode): what is read when no operand exists
+        self.defaults: list = []  # (command, cwd, mode): what it reads when none of its operands exists ("" cwd: the work tree's top)
+
+    def add(self, path: str, mode: str, group: int = 0) -> None:
+        self.paths.append((path, mode))
+        self.groups.append(group)
 
 
 def needs(tool: str, tool_input: object, cwd: str) -> Need:
@@ -175,11 +180,11 @@ def needs(tool: str, tool_input: object, cwd: str) -> Need:
         path = next((inp[k] for k in ("file_path", "path", "notebook_path") if isinstance(inp.get(k), str) and inp[k]), None)
         if name == "glob" and isinstance(inp.get("pattern"), str):
             base = _literal_dir(inp["pattern"])
-            need.paths.append((os.path.join(cwd, path or "", base), "r"))
+            need.add(os.path.join(cwd, path or "", base), "r")
         elif path is not None:
-            need.paths.append((os.path.join(cwd, path), "r" if name != "ls" else "1"))
+            need.add(os.path.join(cwd, path), "r" if name != "ls" else "1")
         elif name in ("grep", "glob", "ls"):
-            need.paths.append((cwd, "r" if name != "ls" else "1"))
+            need.add(cwd, "r" if name != "ls" else "1")
         else:
             need.unknown.append("a %s call names no path" % tool)
         return need
@@ -203,6 +208,7 @@ def needs(tool: str, tool_input: object, cwd: str) -> Need:
 def _shell_needs(toks: list, cwd: str, need: Need) -> None:
     stage: list = []
     first = True  # the first stage of a pipeline reads files; later ones read their stdin
+    group = 0
     for text, f in toks + [(None, ";")]:
         if text is not None:
             stage.append((text, f))
@@ -211,12 +217,13 @@ def _shell_needs(toks: list, cwd: str, need: Need) -> None:
             if f != "dup":
                 stage.append((None, f))
             continue
-        cwd = _stage(stage, cwd, need, first)
+        cwd = _stage(stage, cwd, need, first, group)
         stage = []
         first = f != "|"
+        group += 1
 
 
-def _stage(words: list, cwd: str, need: Need, first: bool) -> str:
+def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
     """Note one simple command's inputs; the cwd after it (`cd`)."""
     while words and words[0][0] is not None and "=" in words[0][0] and not words[0][0].startswith(("=", "-")):
         words = words[1:]  # NAME=value before the program
@@ -269,18 +276,13 @@ def _stage(words: list, cwd: str, need: Need, first: bool) -> str:
             continue
         if was not in (None, "<"):
             continue  # `> out`, `2>/dev/null`: an output, not an input
-        if f & GLOB:
-            need.paths.append((os.path.join(cwd, _literal_dir(text)), mode))
-        else:
-            need.paths.append((os.path.join(cwd, text), mode))
-    if first and need.default is None:
+        need.add(os.path.join(cwd, _literal_dir(text) if f & GLOB else text), mode, group)
+    if first:
         if prog in READS_CWD or (prog in GREPS and any(o in ("-r", "-R", "--recursive") or (o[:2] != "--" and ("r" in o or "R" in o))
-                                                       for o in opts)):
-            need.default = (cwd, mode)
+                                                       for o in opts)) or (prog == "git" and sub in GIT_CWD):
+            need.defaults.append((group, cwd, mode))
         elif prog == "git" and sub in GIT_TREE:
-            need.default = ("", mode)  # the repository's top: filled in by `observe`
-        elif prog == "git" and sub in GIT_CWD:
-            need.default = (cwd, mode)
+            need.defaults.append((group, "", mode))
     return cwd
 
 
@@ -541,8 +543,9 @@ def _load_index(probe: Probe) -> Index:
     if data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
         return Index()  # v4 compresses paths: its files count as untracked
     got = Index(data, st.st_mtime_ns)
-    for k in [k for k in probe.cache if k[0] == "index"]:
-        del probe.cache[k]  # one index per repository is enough
+    for k in list(probe.cache):  # (a list first: the manager's two workers may share the cache)
+        if k[0] == "index" and k[1] == path:
+            probe.cache.pop(k, None)  # the latest index of each repository is enough
     probe.cache[ck] = got
     return got
 
@@ -566,16 +569,18 @@ def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | Non
     need = needs(tool, tool_input, cwd)
     entries: list = []
     unknown = list(need.unknown)
-    existing = 0
+    existing: set = set()  # the commands one of whose operands exists
     now = _now_ns()
-    for path, mode in need.paths:
+    for (path, mode), group in zip(need.paths, need.groups):
         e = _observe_path(probe, path, mode, now)
         if e is None:
             continue  # absent and outside the project: not an input
-        existing += e[0] != "a"
+        if e[0] != "a":
+            existing.add(group)
         entries.append(e)
-    if need.default is not None and not existing:
-        at, mode = need.default
+    for group, at, mode in need.defaults:
+        if group in existing:
+            continue
         if not at:
             g = probe.git()
             at = g[0] if g else root

@@ -35,9 +35,10 @@ def test_operands_come_from_the_command_line_as_a_shell_reads_it():
     assert paths_of("git -c color.ui=never log -- README") == ["/p/README"]
     n = needs("Bash", {"command": "git log -3"}, "/p")
     assert n.git and n.paths == [] and n.unknown == []
-    assert needs("Bash", {"command": "ls"}, "/p").default == ("/p", "1")
-    assert needs("Bash", {"command": "grep -rn foo"}, "/p").default == ("/p", "rh")
-    assert needs("Bash", {"command": "grep foo"}, "/p").default is None  # reads its stdin
+    assert needs("Bash", {"command": "ls"}, "/p").defaults == [(0, "/p", "1")]
+    assert needs("Bash", {"command": "grep -rn foo"}, "/p").defaults == [(0, "/p", "rh")]
+    assert needs("Bash", {"command": "grep foo"}, "/p").defaults == []  # reads its stdin
+    assert needs("Bash", {"command": "cat a.py && cd src && rg foo | head"}, "/p").defaults == [(2, "/p/src", "r")]
 
 
 @pytest.mark.parametrize("command", ["cat $F", "cat $(ls)", "for f in *; do cat $f; done", "cat <<EOF\nx\nEOF", "cat ~/x",
@@ -98,6 +99,14 @@ def test_the_index_reads_what_git_lists(repo):
     assert {p: b for p, (b, _) in ix.under("pkg3", Budget()).items()} == {p: b for p, b in listed.items() if p.startswith("pkg3/")}
     assert ix.lookup("pkg3") is None and ix.lookup("sub1/m001_x.py") is None
     assert probe.head() == git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_each_command_that_reads_the_directory_gets_it(tmp_path):
+    (tmp_path / "a.py").write_text("a\n")
+    fp = observe("Bash", {"command": "cat a.py && rg foo"}, str(tmp_path), str(tmp_path), b"k" * 32, "T")
+    assert [e[:2] for e in fp["in"]] == [["f", "a.py"], ["a", "foo"], ["d", "."]]  # rg read the directory, though cat's file exists
+    (tmp_path / "b.py").write_text("foo\n")
+    assert check(fp, Probe(str(tmp_path), b"k" * 32)) == (CHANGED, ["."])
 
 
 def test_a_directory_past_the_budget_is_unknown(repo):
