@@ -52,6 +52,9 @@ READS_CWD = frozenset({"rg", "ag", "ack", "ls", "tree", "find", "du"})
 GREPS = frozenset({"grep", "egrep", "fgrep"})  # they read the working directory only with -r
 SKIPS_HIDDEN = frozenset({"rg", "ag", "ls", "tree"})  # dot entries are not read unless asked for
 SHALLOW = frozenset({"ls"})  # one level, unless -R
+SKIPS_BINARY = frozenset({"rg", "ag"})  # binary files met while walking are not searched, unless asked for
+# Names that are always binary (their first bytes hold a NUL, which is how rg tells): not inputs of a walk that skips binaries.
+BINARY_SUFFIXES = (".pyc", ".pyo", ".o", ".so", ".class", ".png", ".jpg", ".jpeg", ".zip", ".jar", ".whl")
 GIT_TREE = frozenset({"status", "diff"})  # with no path, the whole work tree
 GIT_CWD = frozenset({"grep", "ls-files"})  # with no path, the working directory
 GIT_REFS = frozenset({"--all", "--branches", "--tags", "--remotes", "--glob", "--exclude"})  # other refs than HEAD
@@ -160,7 +163,8 @@ class Need:
     __slots__ = ("paths", "unknown", "git", "defaults", "groups")
 
     def __init__(self):
-        self.paths: list = []  # (path joined to its clause's cwd, mode): mode "r" a tree, "1" one level; "h": dot entries too
+        self.paths: list = []  # (path joined to its clause's cwd, mode): mode "r" a tree, "1" one level; "h": dot entries too,
+        # "b": binary files (by name) are not read
         self.groups: list = []  # for each path, the simple command that named it
         self.unknown: list = []  # reasons the call's inputs cannot all be named
         self.git = False  # a git command: HEAD (and the index) are inputs too
@@ -253,6 +257,8 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
         sub = rest[i][0] if i < len(rest) else None
         rest = rest[i + 1:]
     mode = ("1" if prog in SHALLOW and not any("R" in o for o in opts if not o.startswith("--")) else "r") + ("h" if _hidden(prog, opts) else "")
+    if prog in SKIPS_BINARY and not opts & {"-a", "--text", "--binary", "-uuu", "--search-zip", "-z"}:
+        mode += "b"
     redirect = None
     past = False  # after `--`, every word is an operand
     for text, f in rest:
@@ -677,7 +683,8 @@ def _digest(probe: Probe, real: str, rel: str, mode: str, now: int | None, racy:
             continue
         dirs = []
         for e in items:
-            if e.name == ".git" or (e.name.startswith(".") and "h" not in mode):
+            if e.name == ".git" or (e.name.startswith(".") and "h" not in mode) or (
+                    "b" in mode and (e.name == "__pycache__" or e.name.endswith(BINARY_SUFFIXES))):
                 continue
             n += 1
             probe.budget.entries -= 1

@@ -38,7 +38,7 @@ def test_operands_come_from_the_command_line_as_a_shell_reads_it():
     assert needs("Bash", {"command": "ls"}, "/p").defaults == [(0, "/p", "1")]
     assert needs("Bash", {"command": "grep -rn foo"}, "/p").defaults == [(0, "/p", "rh")]
     assert needs("Bash", {"command": "grep foo"}, "/p").defaults == []  # reads its stdin
-    assert needs("Bash", {"command": "cat a.py && cd src && rg foo | head"}, "/p").defaults == [(2, "/p/src", "r")]
+    assert needs("Bash", {"command": "cat a.py && cd src && rg foo | head"}, "/p").defaults == [(2, "/p/src", "rb")]
 
 
 @pytest.mark.parametrize("command", ["cat $F", "cat $(ls)", "for f in *; do cat $f; done", "cat <<EOF\nx\nEOF", "cat ~/x",
@@ -107,6 +107,17 @@ def test_each_command_that_reads_the_directory_gets_it(tmp_path):
     assert [e[:2] for e in fp["in"]] == [["f", "a.py"], ["a", "foo"], ["d", "."]]  # rg read the directory, though cat's file exists
     (tmp_path / "b.py").write_text("foo\n")
     assert check(fp, Probe(str(tmp_path), b"k" * 32)) == (CHANGED, ["."])
+
+
+def test_byte_code_is_no_input_of_a_search_that_skips_binary_files(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "config.py").write_text("def parse_config(): pass\n")
+    rg = observe("Bash", {"command": "rg -n parse_config src"}, str(tmp_path), str(tmp_path), b"k" * 32, "T")
+    grep = observe("Bash", {"command": "grep -rn parse_config src"}, str(tmp_path), str(tmp_path), b"k" * 32, "T")
+    (tmp_path / "src" / "__pycache__").mkdir()  # the tests ran: Python wrote byte code next to the sources
+    (tmp_path / "src" / "__pycache__" / "config.cpython-311.pyc").write_bytes(b"\xa7\r\r\n\0\0\0\0parse_config")
+    assert check(rg, Probe(str(tmp_path), b"k" * 32))[0] == VERIFIED  # rg skips binary files
+    assert check(grep, Probe(str(tmp_path), b"k" * 32))[0] == CHANGED  # grep prints "Binary file ... matches"
 
 
 def test_a_directory_past_the_budget_is_unknown(repo):
