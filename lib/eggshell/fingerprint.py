@@ -363,7 +363,7 @@ class Probe:
             return None
         try:
             with open(path, "rb") as f:
-                data = f.read(FILE_CAP + 1)
+                data = f.read(min(st.st_size, FILE_CAP) + 1)
         except OSError:
             return None
         self.budget.bytes -= len(data)
@@ -542,7 +542,7 @@ def _load_index(probe: Probe) -> Index:
         return Index()
     try:
         with open(path, "rb") as f:
-            data = f.read(INDEX_CAP)
+            data = f.read(st.st_size)  # (not INDEX_CAP: a read allocates what it is asked for)
     except OSError:
         return Index()
     probe.budget.bytes -= len(data)
