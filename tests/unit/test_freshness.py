@@ -246,3 +246,28 @@ def test_after_a_change_the_new_read_is_reused_and_the_old_one_never(env):
     assert reason is not None and new in reason
     # How chat 1's changed evidence is shown (marked or left out) is the renderer's: its Standing names the change.
     assert judged(env, "cat " + INVOICE).changed == (INVOICE,) and judged(env, "cat ./" + INVOICE).inputs == VERIFIED
+
+
+def test_egg_extract_checks_the_inputs_too(env, monkeypatch):
+    from eggshell import extract, query
+
+    chat1(env, "cat " + INVOICE)
+    monkeypatch.chdir(env.project)
+    monkeypatch.setenv("EGGSHELL_DATA_ROOT", env.data)  # the key the hooks hashed with
+
+    def deny() -> bool:
+        return extract.extract(query.Searcher([Store.open(env.egg)]), "", [], tool={"name": "Bash", "input": {"command": "cat ./" + INVOICE}}).deny
+
+    assert deny()
+    write(env, INVOICE, INVOICE_TEXT.replace("sum", "max"))
+    assert not deny()
+
+
+def test_only_reads_and_shell_calls_are_fingerprinted(env):
+    env.respond(env.prompt("edit it", turn="e1", session_id="chat-e"))
+    env.respond(env.ev("PostToolUse", session="chat-e", turn_id="e1", tool_name="Edit", tool_use_id="e-1",
+                       tool_input={"file_path": os.path.join(env.project, INVOICE), "old_string": "sum", "new_string": "max"},
+                       tool_response="ok"))
+    env.respond(env.tool("cat " + INVOICE, INVOICE_TEXT, turn="e1", use="c-1", session_id="chat-e"))
+    events = [e for e in Journal(env.paths.journal_dir).read("chat-e", "e1") if e.get("event") == "tool"]
+    assert ["observed" in e for e in events] == [False, True]
