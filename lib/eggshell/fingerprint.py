@@ -196,6 +196,9 @@ def needs(tool: str, tool_input: object, cwd: str) -> Need:
         need.unknown.append("%s is not a read" % tool)
         return need
     cmd = inp.get("command", inp.get("cmd"))
+    workdir = inp.get("workdir", inp.get("cwd"))  # Codex's exec_command may run elsewhere than the session's cwd
+    if isinstance(workdir, str) and workdir:
+        cwd = os.path.join(cwd, workdir)
     if isinstance(cmd, list) and len(cmd) >= 3 and isinstance(cmd[-1], str) and str(cmd[0]).rsplit("/", 1)[-1] in ("bash", "sh", "zsh"):
         cmd = cmd[-1]
     if not isinstance(cmd, str) or len(cmd) > COMMAND_CHARS:

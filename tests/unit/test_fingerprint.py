@@ -33,6 +33,7 @@ def test_operands_come_from_the_command_line_as_a_shell_reads_it():
     assert paths_of("rg --file=pats.txt foo") == ["/p/pats.txt", "/p/foo"]
     assert paths_of("wc -l < big.log") == ["/p/big.log"]
     assert paths_of("git -c color.ui=never log -- README") == ["/p/README"]
+    assert [p for p, _ in needs("exec_command", {"cmd": "cat a.py", "workdir": "sub"}, "/p").paths] == ["/p/sub/a.py"]
     n = needs("Bash", {"command": "git log -3"}, "/p")
     assert n.git and n.paths == [] and n.unknown == []
     assert needs("Bash", {"command": "ls"}, "/p").defaults == [(0, "/p", "1")]
