@@ -633,7 +633,7 @@ def _observe_path(probe: Probe, path: str, mode: str, now: int) -> list | None:
     except OSError:
         return None if rel is None else ["a", rel]
     if rel is None:
-        return ["u", path[-200:], "outside the project"]
+        return ["u", "", "outside the project"]  # no absolute path is stored (egg-format.md)
     if _stat.S_ISREG(st.st_mode):
         return _file_entry(probe, real, rel, st, now)
     if _stat.S_ISDIR(st.st_mode):
