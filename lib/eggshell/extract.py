@@ -12,6 +12,7 @@ answers as for a new chat.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import IO
 
@@ -24,8 +25,12 @@ PROG = "egg-extract"
 
 
 def extract(searcher: Searcher, request: str, hit_ids: list[str], budget: int = DEFAULT_BUDGET,
-            tool: dict | None = None) -> PlanHandoff:
-    """The handoff for hits already ranked (the in-process form of egg-extract, and the hook's)."""
+            tool: dict | None = None, standing=None) -> PlanHandoff:
+    """The handoff for hits already ranked (the in-process form of egg-extract, and the hook's).
+
+    `standing` (standing.Judge) says how each prior outcome stands now; by default its
+    recorded inputs are checked in the project of the current directory (`judge_here`).
+    """
     from .engine import handoff, workspace
     from .handoff import relevant_tools
     from .intrinsic import canonical_tool_work
@@ -35,10 +40,18 @@ def extract(searcher: Searcher, request: str, hit_ids: list[str], budget: int = 
     ws = workspace(s.graph for s in searcher.stores)
     if tool is not None:
         work = canonical_tool_work(tool["name"], tool.get("input"))
-        return handoff(ws, work, command_of(work), budget=budget, enforce=True)
+        return handoff(ws, work, command_of(work), budget=budget, enforce=True, standing=standing or judge_here(os.getcwd()))
     views = [searcher.by_id[i] for i in dict.fromkeys(hit_ids) if i in searcher.by_id]
     retrieved = [i for v in views for i in (v.id, *(t.id for t in relevant_tools(v, request)))]
-    return handoff(ws, request, request, retrieved=retrieved, budget=budget)
+    return handoff(ws, request, request, retrieved=retrieved, budget=budget, standing=standing or judge_here(None))
+
+
+def judge_here(cwd: str | None):
+    """The hook's judges for a call run in `cwd` (None: a request), in the project of the current directory."""
+    from .freshness import reuse_judge
+    from .paths import find_project, from_env
+
+    return reuse_judge(find_project(os.getcwd()), cwd, None, from_env().state_dir)
 
 
 def as_record(h: PlanHandoff) -> dict:

@@ -251,7 +251,10 @@ def turn_record(events: list[dict[str, object]], answer: str | None = None) -> d
     for e, _ in _tool_events(events, good=True):
         if e["id"] not in seen:
             seen.add(e["id"])
-            tools.append({"name": e.get("name"), "id": e["id"], "input": e.get("input"), "output": e.get("output")})
+            tool = {"name": e.get("name"), "id": e["id"], "input": e.get("input"), "output": e.get("output")}
+            if isinstance(e.get("observed"), dict):
+                tool["observed"] = e["observed"]  # what its inputs were (fingerprint.py): checked before reuse
+            tools.append(tool)
     return {
         "session": prompt.get("session"),
         "turn": prompt.get("turn"),

@@ -3,7 +3,11 @@
 A turn record is the host-neutral description of what happened:
 
     {"session":S,"turn":T,"cwd":DIR,"prompt":P,
-     "tools":[{"name":N,"id":I,"input":{...},"output":...}],"answer":A|null}
+     "tools":[{"name":N,"id":I,"input":{...},"output":...,"observed":{...}?}],"answer":A|null}
+
+`observed` (optional) is what the call's inputs were when it ran (fingerprint.py); it
+becomes an Exact argument of the call's Occurrence, so a later chat can check whether
+the output still holds before it is reused. A record without one is simply unverified.
 
 The compiler never invents anything: each tool call becomes Work -> Outcome with a
 native Occurrence (observed outcome first), the turn becomes an All whose last child
@@ -29,6 +33,7 @@ REMAINDER_MARKER = (
 )
 RECEIPT_MARK = "eggshell receipt v1"
 INTERRUPTED = "interrupted before final response"
+OBSERVED_MARK = "eggshell observed v1\n"  # + canonical JSON of a fingerprint: an Occurrence's last Exact argument
 
 
 class TurnError(ValueError):
@@ -41,6 +46,7 @@ class ToolCall:
     id: str
     input: Any
     output: str  # normalized across hosts, see normalize_output
+    observed: str | None = None  # canonical JSON of its fingerprint (fingerprint.py), if one was taken
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +131,9 @@ def _tool(t: Any, where: str) -> ToolCall:
         raise TurnError("%s: missing 'input'" % where)
     _json_text(lambda: canonical_json(t["input"]), "%s: 'input'" % where)
     output = _json_text(lambda: normalize_output(t.get("output")), "%s: 'output'" % where)
-    return ToolCall(name, tid, t["input"], output)
+    seen = t.get("observed")
+    observed = _json_text(lambda: canonical_json(seen), "%s: 'observed'" % where) if isinstance(seen, dict) else None
+    return ToolCall(name, tid, t["input"], output, observed)
 
 
 def parse_turn(d: Any, on_bad: Callable[[int, Any, TurnError], None] | None = None) -> Turn:
@@ -183,7 +191,8 @@ def compile_turn(t: Turn) -> Compiled:
     for call in t.tools:
         w = Atom.text(work_text(call.name, call.input))
         o = Atom.text(call.output)
-        occ = apply(Op.OCCURRENCE, (S, o), (S, w), (E, sess), (E, turn_id), (E, Atom.text(call.id)))
+        seen = [(E, Atom.text(OBSERVED_MARK + call.observed))] if call.observed else []
+        occ = apply(Op.OCCURRENCE, (S, o), (S, w), (E, sess), (E, turn_id), (E, Atom.text(call.id)), *seen)
         outcomes.append(apply(Op.OUTCOME, (S, w), (S, o), (E, occ)))
         if w != request and w not in works:
             works.append(w)

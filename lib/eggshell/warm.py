@@ -23,6 +23,7 @@ from typing import Callable, ContextManager
 
 from .config import Config
 from .engine import LiveWorkspace, Workspace
+from .freshness import Cache
 from .query import Searcher
 from .store import Store
 
@@ -51,6 +52,10 @@ class Grown:
 
     def __init__(self, res: "Resources"):
         self.res = res
+
+    @property
+    def freshness(self):
+        return self.res.freshness
 
     def workspace(self, read: tuple[str, ...], staged=()) -> Workspace:
         live = self.res._live.get(read)
@@ -86,6 +91,7 @@ class Resources:
         self._closers: list[Callable[[], None]] = []
         self._counts: dict[str, tuple[int, int]] = {}
         self._tried: set[tuple[str, ...]] = set()
+        self.freshness = Cache()  # the freshness checks' file reads, by (path, stat): a warm check is a stat
 
     # -- snapshots ----------------------------------------------------------------------
 

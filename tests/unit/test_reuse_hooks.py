@@ -25,9 +25,20 @@ RG = "rg -n parse_config src"
 RG_OUT = "src/config.py:1:def parse_config(path):\nsrc/app.py:7:    cfg = parse_config(p)\n"
 
 
+def write_sources(root: str) -> None:
+    """The files RG_OUT was read from: a recorded call's inputs are checked before it is reused."""
+    os.makedirs(os.path.join(root, "src"), exist_ok=True)
+    for name, text in (("config.py", "def parse_config(path):\n    return {}\n"),
+                       ("app.py", "import sys\n\n\n\ndef main(p):\n    # read the settings\n    cfg = parse_config(p)\n"),
+                       ("env.py", "import os\n\ndef load_env():\n    return dict(os.environ)\n")):
+        with open(os.path.join(root, "src", name), "w", encoding="utf-8") as f:
+            f.write(text)
+
+
 @pytest.fixture
 def env(tmp_path):
     e = Env(tmp_path)
+    write_sources(e.project)
     e.record_turn("where is parse_config defined?", [(RG, RG_OUT), ("pytest -q tests/test_config.py", "3 passed\n")],
                   "parse_config is in src/config.py:1; the tests pass", session="chat-1", turn="t1")
     return e
@@ -112,12 +123,14 @@ def test_edits_are_never_denied(env):
 
 
 def test_a_persistent_union_counts_as_identity(env):
+    # The prior side is a read whose input is checked (a test run's inputs cannot be: it never completes a call).
+    read = "sed -n 1,2p src/config.py"
+    env.record_turn("show the config reader", [(read, "def parse_config(path):\n    return {}\n")], "shown", session="chat-1", turn="t3")
     store = Store.open(env.egg)
-    prior = bash("pytest -q tests/test_config.py")
-    alias = bash("make check")
-    store.commit([], unions=[(alias, prior)])
-    reason = denied(pre(env, "make check"))
-    assert reason is not None and "3 passed" in reason
+    alias = bash("make show-config")
+    store.commit([], unions=[(alias, bash(read))])
+    reason = denied(pre(env, "make show-config"))
+    assert reason is not None and "return {}" in reason
 
 
 def test_a_corrupt_chat_state_is_started_afresh(env):
@@ -161,8 +174,10 @@ def test_a_repeated_read_tool_call_is_denied(env):
     # Claude Code's Read tool: the same input reads the same file
     read = {"file_path": "src/config.py"}
     env.respond(env.prompt("read the config", turn="r1", session_id="chat-0"))
+    with open(os.path.join(env.project, "src", "config.py"), encoding="utf-8") as f:
+        text = f.read()  # what the Read tool returned
     env.respond(env.ev("PostToolUse", session="chat-0", turn_id="r1", tool_name="Read", tool_input=read,
-                       tool_response="def parse_config(path):\n    ...\n", tool_use_id="r-1"))
+                       tool_response=text, tool_use_id="r-1"))
     env.respond(env.stop("read it", turn="r1", session_id="chat-0"))
     reason = denied(pre(env, "", tool="Read", tool_input=read))
     assert reason is not None and "def parse_config(path):" in reason

@@ -242,6 +242,24 @@ def _noted(payload: dict, ev: dict) -> dict:
     return ev
 
 
+def _observed(paths: Paths, payload: dict, cwd: str, prompt: dict | None, when: str) -> dict:
+    """{"observed": fingerprint} of a read or shell call's inputs, as they are right after it ran
+    (fingerprint.py); {} for other tools or when it cannot be taken (the call is then never
+    verified, so never denied: nothing is lost but a later reuse)."""
+    from .. import fingerprint
+
+    name = payload.get("tool_name")
+    root = prompt.get("root") if prompt else None
+    if not isinstance(name, str) or name.casefold() not in fingerprint.SHELL_TOOLS | fingerprint.READ_TOOLS or not isinstance(root, str):
+        return {}
+    try:
+        key = fingerprint.key_of(paths.state_dir, create=True)
+        return {"observed": fingerprint.observe(name, payload.get("tool_input"), cwd, root, key, when)}
+    except Exception as e:  # fail open: the tool result is journaled without it
+        _log(paths, "freshness")("fingerprint of a %s call: %s: %s" % (name, type(e).__name__, e))
+        return {}
+
+
 def record(payload: object, paths: Paths) -> Step | None:
     """The durable part of one event; None when the project or the turn is not recorded."""
     if not isinstance(payload, dict):
@@ -265,13 +283,15 @@ def record(payload: object, paths: Paths) -> Step | None:
         _redact(payload, _prompt_event(events))  # stored and proposed inputs alike, before anything is kept
         if event != "PreToolUse":  # durable before anything else
             tid = payload.get("tool_use_id")
+            when = _now()
             kept = _journal_tool(paths, journal, session, turn, event, _noted(payload, {
                 "event": "tool",
                 "name": payload.get("tool_name"),
                 "id": tid if isinstance(tid, str) and tid else os.urandom(16).hex(),
                 "input": payload.get("tool_input"),
                 "output": tool_output(payload),
-                "time": _now(),
+                "time": when,
+                **_observed(paths, payload, cwd, _prompt_event(events), when),
             }))
             if not kept:
                 return None  # quarantined: nothing to answer from
@@ -346,7 +366,7 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
 
             evidence = normalize_output(tool_output(payload))
         h = _reuse(paths, res, read, st.session, work, shown, effects, budget=budget, local_union=local_union, staged=staged,
-                   enforce=st.event == "PreToolUse", evidence=evidence)
+                   enforce=st.event == "PreToolUse", evidence=evidence, standing=_judge(paths, res, journal, st, st.cwd))
         if h.deny:
             return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": h.text}}
         return _context(st.event, h.text)
@@ -363,7 +383,7 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
         # prompt; the engine adds what intrinsic matching proves and renders it all.
         retrieved = [i for v in views for i in (v.id, *(t.id for t in relevant_tools(v, prompt)))]
         h = _reuse(paths, res, read, st.session, prompt, prompt, effects, budget=budget, local_union=local_union, retrieved=retrieved,
-                   hits=[x for x in hits if x.session != st.session or x.turn != st.turn])
+                   hits=[x for x in hits if x.session != st.session or x.turn != st.turn], standing=_judge(paths, res, journal, st, None))
         return _context("UserPromptSubmit", h.text)
     return {}
 
@@ -492,8 +512,19 @@ def _staged(journal: Journal, session: str, turn: str | None) -> list:
         return []
 
 
+def _judge(paths: Paths, res, journal: Journal, st: Step, cwd: str | None):
+    """How each prior outcome stands now (standing.Judge): its inputs checked just now (freshness.py),
+    in the project the turn runs in; `cwd`: where a proposed call runs (None at prompt time)."""
+    from ..freshness import reuse_judge
+
+    prompt = _prompt_event(journal.read(st.session, st.turn)) if st.turn and journal.has(st.session, st.turn) else None
+    root = prompt.get("root") if prompt and isinstance(prompt.get("root"), str) else find_project(st.cwd or os.getcwd())
+    return reuse_judge(root, cwd, getattr(res, "freshness", None), paths.state_dir, _log(paths, "freshness"))
+
+
 def _reuse(paths: Paths, res, read: tuple[str, ...], session: str, inquiry: str, shown: str, effects: list | None, *,
-           budget: int, local_union: bool, staged=(), retrieved=(), enforce: bool = False, evidence: str | None = None, hits=()):
+           budget: int, local_union: bool, staged=(), retrieved=(), enforce: bool = False, evidence: str | None = None, hits=(),
+           standing=None):
     """Run the reuse engine for one inquiry; the delivery keys are recorded once the reply is out."""
     from ..delivery import Deliveries
     from ..engine import handoff
@@ -504,7 +535,7 @@ def _reuse(paths: Paths, res, read: tuple[str, ...], session: str, inquiry: str,
     with res.unlocked():  # the engine only reads the workspace: the manager's tool worker may answer meanwhile
         h = handoff(ws, inquiry, shown, retrieved=retrieved, budget=budget, delivered=state.delivered, session=session,
                     after_compaction=state.after_compaction, enforce=enforce, local_union=local_union, evidence=evidence,
-                    log=_log(paths, "reuse"))
+                    log=_log(paths, "reuse"), standing=standing)
     if h.delivered and effects is not None:
         effects.append(lambda keys=h.delivered: chat.add(keys))
     if h.text and effects is not None:

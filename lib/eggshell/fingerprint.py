@@ -1,0 +1,849 @@
+"""What a read-only tool call observed, cheaply: fingerprints of the files and directories it named.
+
+A recorded output is only true of the files it was read from as they were then. When a
+tool call is recorded (PostToolUse), this module notes what its operands named inside
+the project, so that a later chat can ask, before it lets that output stand in for a new
+call, whether those inputs are still what they were (`check`; freshness.py turns the
+answer into a standing.Standing):
+
+- a file: its size, mtime, ctime and inode, and an id of its content: the blob id from
+  the git index when the file is clean in it, else a keyed hash of its bytes (files up to
+  FILE_CAP). The key is this data root's own (`key_of`), so a store shared through git
+  carries no plain hash of an untracked file (a guessable `.env` stays unguessable);
+- a directory: one digest over its entries (recursive, or one level for `ls`): a clean
+  tracked file by its blob id, any other file by its stat;
+- a named path that does not exist (`cat src/new.py` failed): that it is absent;
+- the repository HEAD, and for `git` commands HEAD as an input of its own.
+
+Whatever cannot be fingerprinted is recorded as unknown, never guessed: a path outside the
+project, a shell expansion (`$X`, `$(...)`, a loop), a directory past the budget. A call
+reads at most BYTES bytes and stats at most ENTRIES entries here, whatever it named.
+
+The operands of a shell command are found without a shell: every word that is not an
+option is a possible input (a pattern that names no file is simply recorded absent, which
+only makes the check stricter), `cd` moves the base, unquoted globs stand for their
+directory, and `rg`/`ls`/`find`/... with no existing operand read the working directory.
+
+On every PostToolUse hook's path: only `os`, `stat`, `struct`, `hashlib`; no `re`, `json`,
+`dataclasses` or `typing`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat as _stat
+import struct
+
+VERSION = 1
+FILE_CAP = 1 << 20  # bytes of one file hashed; a larger one is fingerprinted by its stat alone
+BYTES = 4 << 20  # bytes read per call (file contents and the git index)
+ENTRIES = 4000  # directory entries looked at per call
+INDEX_CAP = 16 << 20  # a larger git index is not read: its files count as untracked
+WORDS = 64  # operand words per call
+COMMAND_CHARS = 8192  # a longer command is not parsed: unknown
+RACY_NS = 2_000_000_000  # a file changed this close to its observation may change again unseen (same stat)
+KEY_FILE = "fingerprint.key"  # in the data root's state directory, 0600
+
+SHELL_TOOLS = frozenset({"bash", "shell", "exec_command", "local_shell", "shell_command"})  # commands.SHELL_TOOLS
+READ_TOOLS = frozenset({"read", "grep", "glob", "ls", "view"})  # commands.READ_TOOLS
+# Programs that read the working directory when no operand names an existing path.
+READS_CWD = frozenset({"rg", "ag", "ack", "ls", "tree", "find", "du"})
+GREPS = frozenset({"grep", "egrep", "fgrep"})  # they read the working directory only with -r
+SKIPS_HIDDEN = frozenset({"rg", "ag", "ls", "tree"})  # dot entries are not read unless asked for
+SHALLOW = frozenset({"ls"})  # one level, unless -R
+SKIPS_BINARY = frozenset({"rg", "ag"})  # binary files met while walking are not searched, unless asked for
+# Names that are always binary (their first bytes hold a NUL, which is how rg tells): not inputs of a walk that skips binaries.
+BINARY_SUFFIXES = (".pyc", ".pyo", ".o", ".so", ".class", ".png", ".jpg", ".jpeg", ".zip", ".jar", ".whl")
+GIT_TREE = frozenset({"status", "diff"})  # with no path, the whole work tree
+GIT_CWD = frozenset({"grep", "ls-files"})  # with no path, the working directory
+GIT_REFS = frozenset({"--all", "--branches", "--tags", "--remotes", "--glob", "--exclude"})  # other refs than HEAD
+KEYWORDS = frozenset({"for", "while", "until", "if", "case", "select", "function", "do", "then", "{", "}", "[[", "!"})
+_ENTRY = struct.Struct(">10I20sH")  # a git index entry's fixed part
+
+
+class Budget:
+    """What one call may still cost: bytes read and entries looked at."""
+
+    __slots__ = ("bytes", "entries")
+
+    def __init__(self, nbytes: int = BYTES, entries: int = ENTRIES):
+        self.bytes, self.entries = nbytes, entries
+
+
+# -- operands: pure --------------------------------------------------------------------
+
+EXPANDS, GLOB = 1, 2  # word flags: holds an unquoted/double-quoted expansion; an unquoted glob
+
+
+def tokens(cmd: str) -> list | None:
+    """Words (text, flags) and operators (None, op) of a command line; None: not a plain one.
+
+    Quotes and backslashes are resolved as a shell would; `$`, backticks and a leading `~`
+    outside single quotes mark the word EXPANDS, unquoted `*?[` mark it GLOB. Subshells and
+    heredocs make the command something only a shell knows: None.
+    """
+    out: list = []
+    buf: list[str] = []
+    flags, started, i, n = 0, False, 0, len(cmd)
+
+    def end():
+        nonlocal buf, flags, started
+        if started:
+            out.append(("".join(buf), flags))
+        buf, flags, started = [], 0, False
+
+    while i < n:
+        c = cmd[i]
+        if c == "'":
+            j = cmd.find("'", i + 1)
+            if j < 0:
+                return None
+            buf.append(cmd[i + 1:j])
+            started, i = True, j + 1
+            continue
+        if c == '"':
+            i += 1
+            while i < n and cmd[i] != '"':
+                if cmd[i] == "\\" and i + 1 < n and cmd[i + 1] in '"\\$`':
+                    i += 1
+                elif cmd[i] in "$`":
+                    flags |= EXPANDS
+                buf.append(cmd[i])
+                i += 1
+            if i >= n:
+                return None
+            started, i = True, i + 1
+            continue
+        if c == "\\":
+            if i + 1 < n and cmd[i + 1] != "\n":
+                buf.append(cmd[i + 1])
+                started = True
+            i += 2
+            continue
+        if c in " \t":
+            end()
+            i += 1
+            continue
+        if c == "#" and not started:
+            j = cmd.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c in "()`" or cmd.startswith("<<", i) or cmd.startswith("$(", i):
+            return None
+        op = next((o for o in ("&&", "||", ">>", "&>", "2>", ";", "|", "&", "\n", "<", ">") if cmd.startswith(o, i)), None)
+        if op == "2>" and started:
+            op = ">"  # `a2>b`: the word a2, then a redirection
+        if op is not None:
+            end()
+            i += len(op)
+            if op in (">", "2>") and cmd.startswith("&", i):  # `2>&1`, `>&2`: one stream into another
+                i += 1
+                while i < n and cmd[i].isdigit():
+                    i += 1
+                op = "dup"
+            out.append((None, op))
+            continue
+        if c == "$":
+            flags |= EXPANDS
+        elif c in "*?[{":
+            flags |= GLOB
+        elif c == "~" and not started:
+            flags |= EXPANDS
+        buf.append(c)
+        started = True
+        i += 1
+    end()
+    return out
+
+
+class Need:
+    """What a call reads, as found in its input: (path, how) pairs relative to its cwd, and why not."""
+
+    __slots__ = ("paths", "unknown", "git", "defaults", "groups")
+
+    def __init__(self):
+        self.paths: list = []  # (path joined to its clause's cwd, mode): mode "r" a tree, "1" one level; "h": dot entries too,
+        # "b": binary files (by name) are not read
+        self.groups: list = []  # for each path, the simple command that named it
+        self.unknown: list = []  # reasons the call's inputs cannot all be named
+        self.git = False  # a git command: HEAD (and the index) are inputs too
+        self.defaults: list = []  # (command, cwd, mode): what it reads when none of its operands exists ("" cwd: the work tree's top)
+
+    def add(self, path: str, mode: str, group: int = 0) -> None:
+        self.paths.append((path, mode))
+        self.groups.append(group)
+
+
+def needs(tool: str, tool_input: object, cwd: str) -> Need:
+    """What this tool call reads (see the module docstring); no file system access."""
+    need = Need()
+    name = tool.casefold()
+    inp = tool_input if isinstance(tool_input, dict) else {}
+    if name in READ_TOOLS:
+        path = next((inp[k] for k in ("file_path", "path", "notebook_path") if isinstance(inp.get(k), str) and inp[k]), None)
+        if name == "glob" and isinstance(inp.get("pattern"), str):
+            base = _literal_dir(inp["pattern"])
+            need.add(os.path.join(cwd, path or "", base), "r")
+        elif path is not None:
+            need.add(os.path.join(cwd, path), "r" if name != "ls" else "1")
+        elif name in ("grep", "glob", "ls"):
+            need.add(cwd, "r" if name != "ls" else "1")
+        else:
+            need.unknown.append("a %s call names no path" % tool)
+        return need
+    if name not in SHELL_TOOLS:
+        need.unknown.append("%s is not a read" % tool)
+        return need
+    cmd = inp.get("command", inp.get("cmd"))
+    workdir = inp.get("workdir", inp.get("cwd"))  # Codex's exec_command may run elsewhere than the session's cwd
+    if isinstance(workdir, str) and workdir:
+        cwd = os.path.join(cwd, workdir)
+    if isinstance(cmd, list) and len(cmd) >= 3 and isinstance(cmd[-1], str) and str(cmd[0]).rsplit("/", 1)[-1] in ("bash", "sh", "zsh"):
+        cmd = cmd[-1]
+    if not isinstance(cmd, str) or len(cmd) > COMMAND_CHARS:
+        need.unknown.append("the command is not a plain command line")
+        return need
+    toks = tokens(cmd)
+    if toks is None:
+        need.unknown.append("the command uses a subshell, heredoc or unbalanced quote")
+        return need
+    _shell_needs(toks, cwd, need)
+    return need
+
+
+def _shell_needs(toks: list, cwd: str, need: Need) -> None:
+    stage: list = []
+    first = True  # the first stage of a pipeline reads files; later ones read their stdin
+    group = 0
+    for text, f in toks + [(None, ";")]:
+        if text is not None:
+            stage.append((text, f))
+            continue
+        if f in ("<", ">", ">>", "&>", "2>", "dup"):
+            if f != "dup":
+                stage.append((None, f))
+            continue
+        cwd = _stage(stage, cwd, need, first, group)
+        stage = []
+        first = f != "|"
+        group += 1
+
+
+def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
+    """Note one simple command's inputs; the cwd after it (`cd`)."""
+    while words and words[0][0] is not None and "=" in words[0][0] and not words[0][0].startswith(("=", "-")):
+        words = words[1:]  # NAME=value before the program
+    if not words:
+        return cwd
+    prog, pf = words[0]
+    if prog is None or pf & EXPANDS or prog in KEYWORDS:
+        need.unknown.append("the command runs %s" % (prog or "a redirection"))
+        return cwd
+    prog = prog.rsplit("/", 1)[-1]
+    rest = words[1:]
+    if prog == "cd":
+        to = next((w for w in rest if w[0] is not None and not w[0].startswith("-")), None)
+        if to is None or to[1] or to[0].startswith("~"):
+            need.unknown.append("cd to a place only the shell knows")
+            return cwd
+        return os.path.normpath(os.path.join(cwd, to[0]))
+    opts = {w[0] for w in rest if w[0] is not None and w[0].startswith("-")}
+    sub = None
+    if prog == "git":
+        need.git = True
+        if {o.partition("=")[0] for o in opts} & ({"-C", "--git-dir", "--work-tree"} | GIT_REFS):
+            need.unknown.append("git reads other refs or another tree")
+        i = 0
+        while i < len(rest) and rest[i][0] is not None and rest[i][0].startswith("-"):
+            i += 2 if rest[i][0] == "-c" else 1  # `git -c key=value log`
+        sub = rest[i][0] if i < len(rest) else None
+        rest = rest[i + 1:]
+    mode = ("1" if prog in SHALLOW and not any("R" in o for o in opts if not o.startswith("--")) else "r") + ("h" if _hidden(prog, opts) else "")
+    if prog in SKIPS_BINARY and not opts & {"-a", "--text", "--binary", "-uuu", "--search-zip", "-z"}:
+        mode += "b"
+    redirect = None
+    past = False  # after `--`, every word is an operand
+    for text, f in rest:
+        if text is None:
+            redirect = f
+            continue
+        was, redirect = redirect, None
+        if not past and text == "--":
+            past = True
+            continue
+        if not past and text.startswith("-") and text != "-":
+            eq = text.partition("=")[2]
+            if not eq:
+                continue
+            text = eq
+        if len(need.paths) >= WORDS:
+            need.unknown.append("more than %d operands" % WORDS)
+            return cwd
+        if f & EXPANDS:
+            need.unknown.append("an operand only the shell can expand: %s" % text[:80])
+            continue
+        if was not in (None, "<"):
+            continue  # `> out`, `2>/dev/null`: an output, not an input
+        need.add(os.path.join(cwd, _literal_dir(text) if f & GLOB else text), mode, group)
+    if first:
+        if prog in READS_CWD or (prog in GREPS and any(o in ("-r", "-R", "--recursive") or (o[:2] != "--" and ("r" in o or "R" in o))
+                                                       for o in opts)) or (prog == "git" and sub in GIT_CWD):
+            need.defaults.append((group, cwd, mode))
+        elif prog == "git" and sub in GIT_TREE:
+            need.defaults.append((group, "", mode))
+    return cwd
+
+
+def _hidden(prog: str, opts: set) -> bool:
+    """Whether the program reads dot entries of a directory it walks."""
+    if prog == "ls":
+        return any(o in ("--all", "--almost-all") or (not o.startswith("--") and ("a" in o or "A" in o)) for o in opts)
+    if prog in SKIPS_HIDDEN:
+        return bool(opts & {"-a", "--all", "--hidden", "-u", "-uu", "-uuu", "-."})
+    return True
+
+
+def _literal_dir(pattern: str) -> str:
+    """The directory a glob pattern stays inside: its path before the first wildcard."""
+    cut = min((pattern.find(c) for c in "*?[{" if c in pattern), default=len(pattern))
+    head = pattern[:cut]
+    return head if cut == len(pattern) else head.rpartition("/")[0]
+
+
+# -- the state of a project now: I/O ---------------------------------------------------
+
+
+class Probe:
+    """One project's git state, read at most once: where its repository is, its index, its HEAD.
+
+    `cache` (a dict, per process) keeps a parsed index by the index file's stat and content
+    ids by (path, stat), so a warm process checking the same files again only stats them.
+    """
+
+    def __init__(self, root: str, key: bytes | None = None, cache: dict | None = None, budget: Budget | None = None):
+        self.root = os.path.realpath(root)
+        self.key = key
+        self.cache = {} if cache is None else cache
+        self.budget = budget or Budget()
+        self._git = None
+        self._index = None
+        self._head = False
+
+    def git(self) -> tuple[str, str, str] | None:
+        """(work tree top, git dir, common dir), or None outside a repository."""
+        if self._git is None:
+            self._git = _find_git(self.root) or ()
+        return self._git or None
+
+    def head(self) -> str | None:
+        if self._head is False:
+            g = self.git()
+            self._head = _read_head(g[1], g[2]) if g else None
+        return self._head
+
+    def index(self) -> "Index":
+        if self._index is None:
+            self._index = _load_index(self)
+        return self._index
+
+    def repo_path(self, rel: str) -> str | None:
+        """A project-relative path as the git index spells it (relative to the work tree top)."""
+        g = self.git()
+        if g is None:
+            return None
+        full = os.path.join(self.root, rel) if rel not in ("", ".") else self.root
+        r = os.path.relpath(full, g[0])
+        return "" if r == "." else r.replace(os.sep, "/")
+
+    def content_id(self, path: str, st: os.stat_result, kind: str) -> str | None:
+        """`kind` "g": the git blob id of the file's bytes; "k": their keyed hash. None: over a budget."""
+        ck = ("id", kind, path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        got = self.cache.get(ck)
+        if got is not None:
+            return got
+        if st.st_size > FILE_CAP or st.st_size > self.budget.bytes or (kind == "k" and self.key is None):
+            return None
+        try:
+            with open(path, "rb") as f:
+                data = f.read(min(st.st_size, FILE_CAP) + 1)
+        except OSError:
+            return None
+        self.budget.bytes -= len(data)
+        if len(data) > FILE_CAP:
+            return None
+        if kind == "g":
+            got = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        else:
+            got = hashlib.blake2b(data, digest_size=20, key=self.key).hexdigest()
+        if _now_ns() - max(st.st_mtime_ns, st.st_ctime_ns) >= RACY_NS:  # a later change shows in the stat
+            if len(self.cache) > 50_000:
+                self.cache.clear()
+            self.cache[ck] = got
+        return got
+
+
+def _find_git(root: str) -> tuple[str, str, str] | None:
+    d = root
+    while True:
+        dot = os.path.join(d, ".git")
+        try:
+            st = os.lstat(dot)
+        except OSError:
+            st = None
+        if st is not None:
+            gitdir = dot
+            if _stat.S_ISREG(st.st_mode):  # a worktree or submodule: "gitdir: PATH"
+                try:
+                    with open(dot, encoding="utf-8") as f:
+                        line = f.read(4096).strip()
+                except (OSError, UnicodeDecodeError):
+                    return None
+                if not line.startswith("gitdir:"):
+                    return None
+                gitdir = os.path.normpath(os.path.join(d, line[7:].strip()))
+            common = gitdir
+            try:
+                with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as f:
+                    common = os.path.normpath(os.path.join(gitdir, f.read(4096).strip()))
+            except (OSError, UnicodeDecodeError):
+                pass
+            return d, gitdir, common
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def _read_head(gitdir: str, common: str) -> str | None:
+    """The commit HEAD names (hex), read from HEAD, a loose ref or packed-refs; None if unborn."""
+    try:
+        with open(os.path.join(gitdir, "HEAD"), encoding="utf-8") as f:
+            head = f.read(4096).strip()
+        for _ in range(5):  # a symbolic ref may point at another one
+            if not head.startswith("ref:"):
+                return head if _hex(head) else None
+            ref = head[4:].strip()
+            if ".." in ref or ref.startswith("/"):
+                return None
+            for base in (gitdir, common):
+                try:
+                    with open(os.path.join(base, ref), encoding="utf-8") as f:
+                        head = f.read(4096).strip()
+                    break
+                except FileNotFoundError:
+                    continue
+            else:
+                return _packed_ref(common, ref)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _packed_ref(common: str, ref: str) -> str | None:
+    try:
+        with open(os.path.join(common, "packed-refs"), "rb") as f:
+            data = f.read(1 << 20)
+    except OSError:
+        return None
+    want = b" " + ref.encode("utf-8") + b"\n"
+    at = data.find(want)
+    if at < 0:
+        return None
+    start = data.rfind(b"\n", 0, at) + 1
+    h = data[start:at].decode("ascii", "replace")
+    return h if _hex(h) else None
+
+
+def _hex(s: str) -> bool:
+    return len(s) in (40, 64) and all(c in "0123456789abcdef" for c in s)
+
+
+class Index:
+    """Entries of a git index (v2, v3), looked up without parsing all of it.
+
+    Entries are sorted by path, 8-byte aligned from offset 12, and each spells its whole
+    path: a path is found with one `bytes.find` and checked at its entry's offset, and a
+    directory's entries are the run that starts at its first one.
+    """
+
+    def __init__(self, data: bytes = b"", mtime_ns: int = 0):
+        self.data = data
+        self.mtime_ns = mtime_ns  # an entry changed at or after this may be racily clean (git's rule)
+
+    def _at(self, s: int):
+        """(path, blob hex, stat tuple, next entry's offset, path offset) of the entry at `s`, or None."""
+        d = self.data
+        if s < 12 or (s - 12) % 8 or s + 62 > len(d):
+            return None
+        f = _ENTRY.unpack_from(d, s)
+        p = s + (64 if f[11] & 0x4000 else 62)
+        e = d.find(b"\0", p)
+        if e < 0 or (f[11] & 0xFFF) not in (e - p, 0xFFF) or f[6] >> 12 not in (0o10, 0o12, 0o16):
+            return None
+        return d[p:e], f[10].hex(), (f[0], f[1], f[2], f[3], f[5], f[9]), s + ((e - s + 8) & ~7), p
+
+    def _starting(self, p: int):
+        """The entry whose path starts at offset `p` (a `find` hit), or None (a hit inside another path)."""
+        for s in (p - 62, p - 64):
+            e = self._at(s)
+            if e is not None and e[4] == p:
+                return e
+        return None
+
+    def lookup(self, rel: str):
+        """(blob hex, (ctime s, ctime ns, mtime s, mtime ns, ino, size)) of a tracked path, or None."""
+        if not self.data:
+            return None
+        want = rel.encode("utf-8", "surrogateescape")
+        at = self.data.find(want + b"\0", 12)
+        while at >= 0:
+            e = self._starting(at)
+            if e is not None and e[0] == want:
+                return e[1], e[2]
+            at = self.data.find(want + b"\0", at + 1)
+        return None
+
+    def under(self, rel: str, budget: Budget) -> dict | None:
+        """{path: (blob, stat)} of the tracked entries under a directory ("": all); None past the budget."""
+        out: dict = {}
+        if not self.data:
+            return out
+        prefix = (rel.rstrip("/") + "/").encode("utf-8", "surrogateescape") if rel else b""
+        e = self._at(12)
+        if prefix:
+            at = self.data.find(prefix, 12)
+            e = None
+            while at >= 0:
+                e = self._starting(at)
+                if e is not None and e[0].startswith(prefix):
+                    break
+                e, at = None, self.data.find(prefix, at + 1)
+        while e is not None and e[0].startswith(prefix):
+            budget.entries -= 1
+            if budget.entries < 0:
+                return None
+            out[e[0].decode("utf-8", "surrogateescape")] = (e[1], e[2])
+            e = self._at(e[3])
+        return out
+
+
+def _load_index(probe: Probe) -> Index:
+    g = probe.git()
+    if g is None:
+        return Index()
+    path = os.path.join(g[1], "index")
+    try:
+        st = os.stat(path)
+    except OSError:
+        return Index()
+    ck = ("index", path, st.st_size, st.st_mtime_ns, st.st_ino)
+    got = probe.cache.get(ck)
+    if got is not None:
+        return got
+    if st.st_size > INDEX_CAP or st.st_size > probe.budget.bytes:
+        return Index()
+    try:
+        with open(path, "rb") as f:
+            data = f.read(st.st_size)  # (not INDEX_CAP: a read allocates what it is asked for)
+    except OSError:
+        return Index()
+    probe.budget.bytes -= len(data)
+    if data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
+        return Index()  # v4 compresses paths: its files count as untracked
+    got = Index(data, st.st_mtime_ns)
+    for k in list(probe.cache):  # (a list first: the manager's two workers may share the cache)
+        if k[0] == "index" and k[1] == path:
+            probe.cache.pop(k, None)  # the latest index of each repository is enough
+    probe.cache[ck] = got
+    return got
+
+
+def _clean(entry, st: os.stat_result, index: Index) -> bool:
+    """The file is what the index says (git's stat check, racily clean entries excluded)."""
+    if entry is None:
+        return False
+    m = 0xFFFFFFFF
+    return (entry[1] == (st.st_ctime_ns // 10**9 & m, st.st_ctime_ns % 10**9, st.st_mtime_ns // 10**9 & m, st.st_mtime_ns % 10**9,
+                         st.st_ino & m, st.st_size & m)
+            and st.st_mtime_ns < index.mtime_ns)
+
+
+# -- observing: the record side ---------------------------------------------------------
+
+
+def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | None, when: str, probe: Probe | None = None) -> dict:
+    """The fingerprint of one call's inputs now (see the module docstring); never raises on I/O."""
+    probe = probe or Probe(root, key)
+    need = needs(tool, tool_input, cwd)
+    entries: list = []
+    unknown = list(need.unknown)
+    existing: set = set()  # the commands one of whose operands exists
+    now = _now_ns()
+    for (path, mode), group in zip(need.paths, need.groups):
+        e = _observe_path(probe, path, mode, now)
+        if e is None:
+            continue  # absent and outside the project: not an input
+        if e[0] != "a":
+            existing.add(group)
+        entries.append(e)
+    for group, at, mode in need.defaults:
+        if group in existing:
+            continue
+        if not at:
+            g = probe.git()
+            at = g[0] if g else root
+        e = _observe_path(probe, at, mode, now)
+        if e is not None:
+            entries.append(e)
+    if need.git:
+        entries.append(["h", probe.head()])
+    if not entries and not unknown:
+        unknown.append("the call names no input")
+    rel_cwd = inside(probe.root, os.path.realpath(cwd))
+    fp = {"v": VERSION, "at": when, "head": probe.head(), "cwd": rel_cwd, "key": key_id(key), "in": entries}
+    if need.git:
+        fp["git"] = True  # what git shows depends on the index too: a staged change is a change
+    if unknown:
+        fp["unknown"] = unknown[:8]
+    return fp
+
+
+def _now_ns() -> int:
+    import time
+
+    return time.time_ns()
+
+
+def inside(root: str, real: str) -> str | None:
+    """A real path relative to the (real) project root, "/"-separated; None outside it."""
+    if real == root:
+        return "."
+    if real.startswith(root.rstrip(os.sep) + os.sep):
+        return os.path.relpath(real, root).replace(os.sep, "/")
+    return None
+
+
+def _observe_path(probe: Probe, path: str, mode: str, now: int) -> list | None:
+    """One input's entry: ["f", ...], ["d", ...], ["a", rel], ["u", what, why]; None: not an input."""
+    real = os.path.realpath(path)
+    rel = inside(probe.root, real)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None if rel is None else ["a", rel]
+    if rel is None:
+        return ["u", "", "outside the project"]  # no absolute path is stored (egg-format.md)
+    if _stat.S_ISREG(st.st_mode):
+        return _file_entry(probe, real, rel, st, now)
+    if _stat.S_ISDIR(st.st_mode):
+        return _dir_entry(probe, real, rel, mode, now)
+    return ["u", rel, "not a file or directory"]
+
+
+def _file_entry(probe: Probe, real: str, rel: str, st: os.stat_result, now: int) -> list:
+    probe.budget.entries -= 1
+    racy = int(now - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS)
+    ix = probe.index().lookup(probe.repo_path(rel) or "") if probe.git() else None
+    if ix is not None and not racy and _clean(ix, st, probe.index()):
+        cid = "g:" + ix[0]
+    else:
+        k = probe.content_id(real, st, "k")
+        cid = None if k is None else "k:" + k
+    return ["f", rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, cid, racy, ix[0] if ix else None]
+
+
+def _dir_entry(probe: Probe, real: str, rel: str, mode: str, now: int) -> list:
+    racy: list = []
+    d = _digest(probe, real, rel, mode, now, racy, None)
+    if d is None:
+        return ["u", rel, "a directory past the budget of %d entries or %d bytes" % (ENTRIES, BYTES)]
+    return ["d", rel, mode, d[0], d[1], racy]
+
+
+def _digest(probe: Probe, real: str, rel: str, mode: str, now: int | None, racy: list, hashed: set | None):
+    """(hex digest, entry count) of a directory's entries, or None past the budget.
+
+    Observing (`now` given) notes in `racy` the files changed too recently for their stat
+    to be trusted, whose content is digested instead; checking (`hashed`) digests the
+    content of exactly those again.
+    """
+    index = probe.index() if probe.git() else Index()
+    base = probe.repo_path(rel)
+    tracked = index.under(base, probe.budget) if base is not None else {}
+    if tracked is None:
+        return None
+    h = hashlib.sha256()
+    n = 0
+    stack = [(real, "")]
+    while stack:
+        d, sub = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                items = sorted(it, key=lambda e: e.name)
+        except OSError:
+            h.update(b"!%s\0" % sub.encode("utf-8", "surrogateescape"))
+            continue
+        dirs = []
+        for e in items:
+            if e.name == ".git" or (e.name.startswith(".") and "h" not in mode) or (
+                    "b" in mode and (e.name == "__pycache__" or e.name.endswith(BINARY_SUFFIXES))):
+                continue
+            n += 1
+            probe.budget.entries -= 1
+            if probe.budget.entries < 0:
+                return None
+            name = sub + e.name
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            line = _dir_line(probe, e.path, name, st, tracked, base, index, now, racy, hashed)
+            if line is None:
+                return None
+            h.update(line)
+            if _stat.S_ISDIR(st.st_mode) and mode.startswith("r"):
+                dirs.append((e.path, name + "/"))
+        stack.extend(reversed(dirs))
+    return h.hexdigest(), n
+
+
+def _dir_line(probe, path, name, st, tracked, base, index, now, racy, hashed) -> bytes | None:
+    nm = name.encode("utf-8", "surrogateescape")
+    if _stat.S_ISDIR(st.st_mode):
+        return b"d %s\0" % nm
+    if not _stat.S_ISREG(st.st_mode):
+        return b"o %s %o %d %d\0" % (nm, st.st_mode, st.st_mtime_ns, st.st_ctime_ns)
+    ix = tracked.get((base + "/" + name) if base else name)
+    fresh = now is not None and now - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS
+    if fresh:
+        if len(racy) >= 64:
+            return None
+        racy.append(name)
+    if (hashed is not None and name in hashed) or (now is not None and fresh):
+        k = probe.content_id(path, st, "k")
+        if k is None:
+            return None
+        return b"k %s %s\0" % (nm, k.encode())
+    if ix is not None and _clean(ix, st, index):
+        return b"g %s %s\0" % (nm, ix[0].encode())
+    return b"s %s %d %d %d %d %s\0" % (nm, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, (ix[0] if ix else "-").encode())
+
+
+# -- checking: the reuse side -----------------------------------------------------------
+
+VERIFIED, CHANGED, UNKNOWN = "verified", "changed", "unknown"  # standing.VERIFIED, ... (no dataclasses here)
+
+
+def check(fp: object, probe: Probe, cwd: str | None = None) -> tuple[str, list]:
+    """(VERIFIED | CHANGED | UNKNOWN, changed paths) of a recorded fingerprint, against now.
+
+    `cwd` (project-relative) is where the new call runs: a call recorded elsewhere read
+    other paths (`rg foo src` in another directory), so it is not verified.
+    """
+    if not isinstance(fp, dict) or fp.get("v") != VERSION or not isinstance(fp.get("in"), list):
+        return UNKNOWN, []
+    changed: list = []
+    unknown = bool(fp.get("unknown")) or (cwd is not None and fp.get("cwd") != cwd)
+    key_ok = fp.get("key") is not None and fp.get("key") == key_id(probe.key)
+    for e in fp["in"]:
+        try:
+            got = _check_entry(probe, e, key_ok, fp.get("git") is True)
+        except (TypeError, ValueError, IndexError, KeyError):
+            got = UNKNOWN
+        if got == CHANGED:
+            changed.append(e[1] if e[0] != "h" else "HEAD")
+        elif got == UNKNOWN:
+            unknown = True
+    if changed:
+        return CHANGED, list(dict.fromkeys(str(c) for c in changed))
+    return (UNKNOWN if unknown else VERIFIED), []
+
+
+def _check_entry(probe: Probe, e: list, key_ok: bool, git: bool) -> str:
+    kind = e[0]
+    if kind == "u":
+        return UNKNOWN
+    if kind == "h":
+        return VERIFIED if e[1] is not None and probe.head() == e[1] else (UNKNOWN if e[1] is None else CHANGED)
+    rel = e[1]
+    if not isinstance(rel, str) or rel.startswith("/") or ".." in rel.split("/"):
+        return UNKNOWN
+    path = os.path.join(probe.root, rel) if rel != "." else probe.root
+    try:
+        st = os.lstat(path)
+    except OSError:
+        st = None
+    if kind == "a":
+        return VERIFIED if st is None else CHANGED
+    if st is None:
+        return CHANGED
+    if os.path.realpath(path) != path.rstrip(os.sep):
+        return UNKNOWN  # a symlink now: what it reads is not what was recorded
+    if kind == "f":
+        return _check_file(probe, path, rel, st, e, key_ok, git)
+    if kind == "d":
+        if not _stat.S_ISDIR(st.st_mode):
+            return CHANGED
+        d = _digest(probe, path, rel, e[2], None, [], set(e[5]))
+        return UNKNOWN if d is None else (VERIFIED if d[0] == e[3] else CHANGED)
+    return UNKNOWN
+
+
+def _check_file(probe: Probe, path: str, rel: str, st: os.stat_result, e: list, key_ok: bool, git: bool) -> str:
+    _, _, size, mtime, ctime, ino, cid, racy, ix = e[:9]
+    if not _stat.S_ISREG(st.st_mode):
+        return CHANGED
+    if git:
+        now_ix = probe.index().lookup(probe.repo_path(rel) or "") if probe.git() else None
+        if (now_ix[0] if now_ix else None) != ix:
+            return CHANGED  # staged or committed anew: `git diff` and `git status` would say otherwise
+    probe.budget.entries -= 1
+    if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == (size, mtime, ctime, ino) and not racy:
+        return VERIFIED
+    if cid is None:
+        return CHANGED if st.st_size != size else UNKNOWN
+    kind, _, want = cid.partition(":")
+    if kind == "k" and not key_ok:
+        return UNKNOWN
+    if st.st_size != size:
+        return CHANGED
+    got = probe.content_id(path, st, kind)
+    if got is None:
+        return UNKNOWN
+    return VERIFIED if got == want else CHANGED
+
+
+# -- the key -------------------------------------------------------------------------
+
+
+def key_id(key: bytes | None) -> str | None:
+    return None if key is None else hashlib.sha256(b"eggshell.fingerprint.key\0" + key).hexdigest()[:16]
+
+
+def key_of(state_dir: str, create: bool = False) -> bytes | None:
+    """This data root's fingerprint key (32 random bytes, 0600), made on first use when `create`."""
+    path = os.path.join(state_dir, KEY_FILE)
+    try:
+        with open(path, "rb") as f:
+            key = f.read(64)
+        return key if len(key) == 32 else None
+    except FileNotFoundError:
+        if not create:
+            return None
+    except OSError:
+        return None
+    try:
+        os.makedirs(state_dir, mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return key_of(state_dir)  # another hook made it first
+    except OSError:
+        return None
+    key = os.urandom(32)
+    try:
+        os.write(fd, key)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return key

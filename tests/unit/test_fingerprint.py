@@ -1,0 +1,170 @@
+"""fingerprint.py: which inputs a call names, the git index reader, the budget, the key.
+
+Requirements (issue 11 §1): the operands a read names are found from its command line
+(quotes, `cd`, globs, redirections) and anything only a shell could resolve is unknown;
+the git index is read as git itself lists it (`git ls-files -s`); past the budget a
+directory is unknown, never guessed; the key that hashes untracked files is private.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from hypothesis import given, strategies as st
+
+from eggshell import commands, fingerprint as fpm
+from eggshell.fingerprint import CHANGED, UNKNOWN, VERIFIED, Budget, Probe, check, needs, observe
+
+
+def paths_of(command: str, cwd: str = "/p") -> list:
+    return [p for p, _ in needs("Bash", {"command": command}, cwd).paths]
+
+
+def test_the_tool_lists_are_the_commands_lists():
+    assert fpm.SHELL_TOOLS == commands.SHELL_TOOLS and fpm.READ_TOOLS == commands.READ_TOOLS
+
+
+def test_operands_come_from_the_command_line_as_a_shell_reads_it():
+    assert paths_of("rg -n 'parse config' ./src tests") == ["/p/parse config", "/p/./src", "/p/tests"]
+    assert paths_of("cd src && cat a.py") == ["/p/src/a.py"]
+    assert paths_of("cat src/*.py 2>/dev/null | head -5") == ["/p/src"]  # a glob stands for its directory; an output is no input
+    assert paths_of("rg --file=pats.txt foo") == ["/p/pats.txt", "/p/foo"]
+    assert paths_of("wc -l < big.log") == ["/p/big.log"]
+    assert paths_of("git -c color.ui=never log -- README") == ["/p/README"]
+    assert [p for p, _ in needs("exec_command", {"cmd": "cat a.py", "workdir": "sub"}, "/p").paths] == ["/p/sub/a.py"]
+    n = needs("Bash", {"command": "git log -3"}, "/p")
+    assert n.git and n.paths == [] and n.unknown == []
+    assert needs("Bash", {"command": "ls"}, "/p").defaults == [(0, "/p", "1")]
+    assert needs("Bash", {"command": "grep -rn foo"}, "/p").defaults == [(0, "/p", "rh")]
+    assert needs("Bash", {"command": "grep foo"}, "/p").defaults == []  # reads its stdin
+    assert needs("Bash", {"command": "cat a.py && cd src && rg foo | head"}, "/p").defaults == [(2, "/p/src", "rb")]
+
+
+@pytest.mark.parametrize("command", ["cat $F", "cat $(ls)", "for f in *; do cat $f; done", "cat <<EOF\nx\nEOF", "cat ~/x",
+                                     "cd $HOME && ls", "git --work-tree=/x diff", "git log --all", "cat 'open"])
+def test_what_only_a_shell_knows_is_unknown(command):
+    assert needs("Bash", {"command": command}, "/p").unknown
+
+
+def test_read_tools_name_their_path():
+    assert needs("Read", {"file_path": "/p/a.py"}, "/p").paths == [("/p/a.py", "r")]
+    assert needs("Grep", {"pattern": "x"}, "/p").paths == [("/p", "r")]
+    assert needs("Glob", {"pattern": "src/**/*.py"}, "/p").paths == [("/p/src", "r")]
+    assert needs("Edit", {"file_path": "/p/a.py"}, "/p").unknown
+
+
+@given(st.text(max_size=200))
+def test_any_command_line_is_read_without_raising(command):
+    n = needs("Bash", {"command": command}, "/p")
+    assert all(isinstance(p, str) for p, _ in n.paths)
+
+
+# -- the git index ------------------------------------------------------------------------------
+
+
+def git(root, *args) -> str:
+    return subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                          capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = tmp_path / "repo"
+    for i in range(300):
+        d = root / ("pkg%d" % (i % 7)) / ("sub%d" % (i % 3))
+        d.mkdir(parents=True, exist_ok=True)
+        (d / ("m%03d_%s.py" % (i, "x" * (i % 11)))).write_text("v = %d\n" % i)
+    (root / "ünï code.txt").write_text("u\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "many")
+    (root / "later.py").write_text("later\n")
+    git(root, "add", "--intent-to-add", "later.py")  # an extended entry: the index is version 3
+    return root
+
+
+def test_the_index_reads_what_git_lists(repo):
+    listed = {}
+    for line in git(repo, "ls-files", "-s", "-z").split("\0"):
+        if line:
+            meta, path = line.split("\t", 1)
+            listed[path] = meta.split()[1]
+    probe = Probe(str(repo))
+    with open(os.path.join(repo, ".git", "index"), "rb") as f:
+        assert f.read(8)[4:] == b"\0\0\0\3"
+    ix = probe.index()
+    assert {p: ix.lookup(p)[0] for p in listed} == listed
+    assert {p: b for p, (b, _) in ix.under("", Budget()).items()} == listed
+    assert {p: b for p, (b, _) in ix.under("pkg3", Budget()).items()} == {p: b for p, b in listed.items() if p.startswith("pkg3/")}
+    assert ix.lookup("pkg3") is None and ix.lookup("sub1/m001_x.py") is None
+    assert probe.head() == git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_each_command_that_reads_the_directory_gets_it(tmp_path):
+    (tmp_path / "a.py").write_text("a\n")
+    fp = observe("Bash", {"command": "cat a.py && rg foo"}, str(tmp_path), str(tmp_path), b"k" * 32, "T")
+    assert [e[:2] for e in fp["in"]] == [["f", "a.py"], ["a", "foo"], ["d", "."]]  # rg read the directory, though cat's file exists
+    (tmp_path / "b.py").write_text("foo\n")
+    assert check(fp, Probe(str(tmp_path), b"k" * 32)) == (CHANGED, ["."])
+
+
+def test_byte_code_is_no_input_of_a_search_that_skips_binary_files(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "config.py").write_text("def parse_config(): pass\n")
+    rg = observe("Bash", {"command": "rg -n parse_config src"}, str(tmp_path), str(tmp_path), b"k" * 32, "T")
+    grep = observe("Bash", {"command": "grep -rn parse_config src"}, str(tmp_path), str(tmp_path), b"k" * 32, "T")
+    (tmp_path / "src" / "__pycache__").mkdir()  # the tests ran: Python wrote byte code next to the sources
+    (tmp_path / "src" / "__pycache__" / "config.cpython-311.pyc").write_bytes(b"\xa7\r\r\n\0\0\0\0parse_config")
+    assert check(rg, Probe(str(tmp_path), b"k" * 32))[0] == VERIFIED  # rg skips binary files
+    assert check(grep, Probe(str(tmp_path), b"k" * 32))[0] == CHANGED  # grep prints "Binary file ... matches"
+
+
+def test_a_directory_past_the_budget_is_unknown(repo):
+    fp = observe("Bash", {"command": "grep -rn v pkg1"}, str(repo), str(repo), b"k" * 32, "T", Probe(str(repo), b"k" * 32, budget=Budget(entries=10)))
+    assert [e[0] for e in fp["in"]] == ["a", "u"]
+    assert check(fp, Probe(str(repo), b"k" * 32))[0] == UNKNOWN
+
+
+def test_a_staged_change_is_a_change_for_git_and_not_for_cat(repo):
+    path = repo / "pkg0" / "sub0" / "m000_.py"
+    path.write_text("v = 1000\n")
+    key = b"k" * 32
+    as_cat = observe("Bash", {"command": "cat pkg0/sub0/m000_.py"}, str(repo), str(repo), key, "T")
+    as_git = observe("Bash", {"command": "git diff pkg0/sub0/m000_.py"}, str(repo), str(repo), key, "T")
+    git(repo, "add", "pkg0/sub0/m000_.py")  # the bytes are the same; what `git diff` shows is not
+    assert check(as_cat, Probe(str(repo), key)) == (VERIFIED, [])
+    assert check(as_git, Probe(str(repo), key))[0] == CHANGED
+
+
+def test_a_worktree_finds_its_own_head(repo, tmp_path):
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(wt))
+    (wt / "side.txt").write_text("s\n")
+    git(wt, "add", "side.txt")
+    git(wt, "commit", "-qm", "side")
+    assert Probe(str(wt)).head() == git(wt, "rev-parse", "HEAD").strip() != Probe(str(repo)).head()
+
+
+# -- the key ------------------------------------------------------------------------------------
+
+
+def test_the_key_is_made_once_and_private(tmp_path):
+    state = str(tmp_path / "state")
+    assert fpm.key_of(state) is None
+    k = fpm.key_of(state, create=True)
+    assert len(k) == 32 and fpm.key_of(state) == k == fpm.key_of(state, create=True)
+    assert os.stat(os.path.join(state, fpm.KEY_FILE)).st_mode & 0o777 == 0o600
+
+
+def test_an_untracked_file_is_hashed_with_the_key_only(tmp_path):
+    import hashlib
+
+    (tmp_path / "secret.env").write_text("PASSWORD=hunter2\n")
+    fp = observe("Bash", {"command": "cat secret.env"}, str(tmp_path), str(tmp_path), b"k" * 32, "T")
+    (entry,) = fp["in"]
+    data = b"PASSWORD=hunter2\n"
+    plain = {hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(), hashlib.sha256(data).hexdigest()}
+    assert entry[6].startswith("k:") and entry[6][2:] not in plain
+    assert check(fp, Probe(str(tmp_path), b"j" * 32))[0] == UNKNOWN  # another data root's key cannot check its bytes
