@@ -497,19 +497,30 @@ def _reuse(paths: Paths, res, read: tuple[str, ...], session: str, inquiry: str,
     """Run the reuse engine for one inquiry; the delivery keys are recorded once the reply is out."""
     from ..delivery import Deliveries
     from ..engine import handoff
+    from ..standing import judges
+    from ..trust import judge as trust_judge
 
     ws = res.workspace(read, staged)
+    standing = judges(_inputs_as_before, trust_judge(ws.graphs, res.ledger(), staged))
     chat = Deliveries(paths.state_dir, session, _log(paths, "chat state"))
     state = chat.load()
     with res.unlocked():  # the engine only reads the workspace: the manager's tool worker may answer meanwhile
         h = handoff(ws, inquiry, shown, retrieved=retrieved, budget=budget, delivered=state.delivered, session=session,
                     after_compaction=state.after_compaction, enforce=enforce, local_union=local_union, evidence=evidence,
-                    log=_log(paths, "reuse"))
+                    log=_log(paths, "reuse"), standing=standing)
     if h.delivered and effects is not None:
         effects.append(lambda keys=h.delivered: chat.add(keys))
     if h.text and effects is not None:
         effects.append(lambda: _remember(paths, session, h, hits))
     return h
+
+
+def _inputs_as_before(owner, outcome):
+    """Stand-in for the freshness judge (issue 11 section 1, another branch): inputs count as
+    verified, as they did before issue 11, so only the origin decides here. Replaced at merge."""
+    from ..standing import VERIFIED, Standing
+
+    return Standing(inputs=VERIFIED)
 
 
 def _remember(paths: Paths, session: str, h, hits) -> None:
