@@ -233,3 +233,21 @@ def judge(graphs: Iterable, ledger: Ledger, staged: Iterable = ()):
         return Standing(origin=labels[holder])
 
     return origin
+
+
+def own_unions(ws, ledger: Ledger):
+    """The workspace with only the persistent unions the user's own commits declared.
+
+    A union is identity for matching: one a foreign store declares (`cat .env.example` =
+    `cat config/billing.toml`) could make the user's own trusted outcome complete a call it
+    never answered. So unions count only from vouched-for commits (`egg union` writes one).
+    """
+    if not ws.unions:
+        return ws
+    from dataclasses import replace
+
+    from .identity import content_hex
+
+    trusted = {p for g in ws.graphs for i, c in g.commits.items() if c.unions and ledger.owns(i) for p in c.unions}
+    keep = tuple(u for u in ws.unions if tuple(sorted((content_hex(u.left), content_hex(u.right)))) in trusted)
+    return ws if len(keep) == len(ws.unions) else replace(ws, unions=keep)

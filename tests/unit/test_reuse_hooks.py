@@ -113,6 +113,7 @@ def test_edits_are_never_denied(env):
 
 def test_a_persistent_union_counts_as_identity(env):
     store = Store.open(env.egg)
+    store.data_root = env.data  # as `egg union` does in this environment: the union is the user's own (trust.py)
     prior = bash("pytest -q tests/test_config.py")
     alias = bash("make check")
     store.commit([], unions=[(alias, prior)])

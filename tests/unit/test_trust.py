@@ -23,6 +23,7 @@ from eggshell.standing import VERIFIED, Standing, judges
 from eggshell.store import Store
 from eggshell.turns import work_text
 from eggshell.warm import Resources
+from helpers.reuse import bash
 from helpers.forged import clone as git_clone, forged_repository
 from test_hook import REPO, Env
 from test_reuse_hooks import denied, pre
@@ -211,3 +212,31 @@ def test_a_workspace_names_the_graphs_it_was_built_from(tmp_path):
     env.record_turn("what is the billing rate?", [(READ, REAL)], "0.0125", session="chat-1", turn="t1")
     g = Store.open(env.egg).graph
     assert [x.path for x in workspace([g]).graphs] == [env.egg]
+
+
+def test_a_foreign_stores_union_never_lets_the_users_own_outcome_complete_another_call(tmp_path):
+    """A forged `cat .env.example` = `cat config/billing.toml` would hand the user's own (trusted) read of one file
+    over as the other's; only unions the user's own commits declared count."""
+    env = Env(tmp_path)
+    env.write_config('[eggs]\nproject = ".eggs/work.egg"\nshared = "vendor/shared.egg"\n'
+                     '[profiles.work]\nread = ["project", "shared"]\nwrite = "project"\n')
+    env.record_turn("show the example env", [("cat .env.example", "EXAMPLE=1\n")], "EXAMPLE=1", session="chat-1", turn="t1")
+    shared = Store(os.path.join(env.project, "vendor", "shared.egg"))
+    shared.data_root = str(tmp_path / "elsewhere")
+    shared.commit([], unions=[(bash(READ), bash("cat .env.example"))])
+    assert denied(pre(env, READ)) is None
+    assert not reused(env).deny
+    own = Store.open(env.egg)
+    own.data_root = env.data  # the same union, declared by the user (`egg union`)
+    own.commit([], unions=[(bash(READ), bash("cat .env.example"))])
+    h = reused(env)
+    assert h.deny and "EXAMPLE=1" in h.text
+
+
+def reused(env: Env):
+    """The PreToolUse handoff for READ as the hook computes it, inputs taken as verified (freshness is judged apart)."""
+    res = Resources(env.data, env.paths.bin_dir, warm=False)
+    ledger = res.ledger()
+    ws = trust.own_unions(res.workspace((env.egg, os.path.join(env.project, "vendor", "shared.egg"))), ledger)
+    return handoff(ws, work_text("Bash", {"command": READ}), READ, enforce=True,
+                   standing=judges(INPUTS_VERIFIED, trust.judge(ws.graphs, ledger)))

@@ -498,10 +498,11 @@ def _reuse(paths: Paths, res, read: tuple[str, ...], session: str, inquiry: str,
     from ..delivery import Deliveries
     from ..engine import handoff
     from ..standing import judges
-    from ..trust import judge as trust_judge
+    from ..trust import judge as trust_judge, own_unions
 
-    ws = res.workspace(read, staged)
-    standing = judges(_inputs_as_before, trust_judge(ws.graphs, res.ledger(), staged))
+    ledger = res.ledger()
+    ws = own_unions(res.workspace(read, staged), ledger)
+    standing = judges(_inputs_as_before, trust_judge(ws.graphs, ledger, staged))
     chat = Deliveries(paths.state_dir, session, _log(paths, "chat state"))
     state = chat.load()
     with res.unlocked():  # the engine only reads the workspace: the manager's tool worker may answer meanwhile
