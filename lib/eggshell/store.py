@@ -932,14 +932,17 @@ def compact(path: str, *, purge: bool = False, before: Callable[[Graph], None] |
 
 
 def _carry_trust(old: Store, new: Store) -> None:
-    """A purge gives a commit that lost forgotten roots a new id: it stays vouched for if it was (trust.py)."""
+    """A purge gives a commit that lost forgotten roots a new id: it stays vouched for (trust.py) when
+    all it holds was in vouched-for commits before, never because it looks like one (same time, turn)."""
     from . import trust
     from .paths import from_env
 
     ledger = trust.load(old.data_root or from_env().data_root)
-    was = {(c.time, c.session, c.turn) for i, c in old.graph.commits.items() if ledger.owns(i)}
+    own = [c for i, c in old.graph.commits.items() if ledger.owns(i)]
+    roots, unions = {r for c in own for r in c.roots}, {u for c in own for u in c.unions}
     new.data_root = old.data_root
-    new._vouch([i for i, c in new.graph.commits.items() if i not in old.graph.commits and (c.time, c.session, c.turn) in was])
+    new._vouch([i for i, c in new.graph.commits.items()
+                if i not in old.graph.commits and roots.issuperset(c.roots) and unions.issuperset(c.unions)])
 
 
 def merge(paths: list[str], out: str) -> int:

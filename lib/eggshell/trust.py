@@ -87,7 +87,10 @@ def load(data_root: str, cached: Ledger | None = None) -> Ledger:
         why = _unsafe(path, st)
         if why is not None:
             return Ledger(path, frozenset(), why, _sig(st))
-        data = f.read()
+        try:
+            data = f.read()
+        except OSError as e:
+            return Ledger(path, frozenset(), "%s: cannot be read (%s)" % (path, e.strerror))
     ids, problem = parse(data, path)
     return Ledger(path, ids, problem, _sig(st))
 
@@ -195,7 +198,10 @@ def shown_path(path: str) -> str:
     return os.path.relpath(path, root) if root else path
 
 
-def origin_label(path: str) -> str:
+def origin_label(path: str, ledger: Ledger) -> str:
+    if ledger.problem is not None:
+        return "a store not verified: %s (the trust ledger cannot be read, so nothing is trusted; `egg doctor` says why)" % (
+            shown_path(path))
     return "another store: %s (not recorded here; `egg trust` it to rely on it)" % shown_path(path)
 
 
@@ -229,7 +235,7 @@ def judge(graphs: Iterable, ledger: Ledger, staged: Iterable = ()):
         if holder is None:
             return Standing(origin="another store (not found in the stores read; not recorded here)")
         if holder not in labels:
-            labels[holder] = origin_label(holder)
+            labels[holder] = origin_label(holder, ledger)
         return Standing(origin=labels[holder])
 
     return origin

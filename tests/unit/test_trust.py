@@ -130,7 +130,8 @@ def test_a_damaged_ledger_trusts_nothing_and_every_hook_still_answers(tmp_path):
     assert denied(reply) is None and isinstance(reply, dict)
     ws, judge = judged(env)
     (own,) = [c for c in ws.corpus.candidates if c.tool]
-    assert judge(own.edge, own.outcome).origin == FORGED_LABEL
+    assert judge(own.edge, own.outcome).origin == ("a store not verified: .eggs/work.egg (the trust ledger cannot be read, "
+                                                    "so nothing is trusted; `egg doctor` says why)")
     doctor = egg(env, "doctor")
     assert "FAIL %s:2: damaged: not a trust record" % path in doctor.stdout and "No store is trusted" in doctor.stdout
     refused = egg(env, "trust", ".eggs/work.egg")
@@ -179,13 +180,17 @@ def test_a_purge_keeps_the_rewritten_commits_trusted(tmp_path):
 
     path = str(tmp_path / "work.egg")
     s = Store.open(path)
-    s.commit([Atom.text("stays"), Atom.text("goes")])
-    s.forget([content_hex(Atom.text("goes"))])
+    s.commit([Atom.text("stays"), Atom.text("goes")], session="s", turn="t", when="2026-12-01T10:00:00.000000Z")
+    forger = Store.open(path)  # pulled in: the same session, turn and time, written elsewhere
+    forger.data_root = str(tmp_path / "elsewhere")
+    forger.commit([Atom.text("forged"), Atom.text("goes too")], session="s", turn="t", when="2026-12-01T10:00:00.000000Z")
+    s.forget([content_hex(Atom.text("goes")), content_hex(Atom.text("goes too"))])
     old = set(Store.open(path).graph.commits)
     compact(path, purge=True)
     g = Store.open(path).graph
     ledger = trust.load(os.environ["EGGSHELL_DATA_ROOT"])
-    assert set(g.commits) != old and trust.vouched(g, ledger) == len(g.commits) == 1
+    assert not set(g.commits) & old and len(g.commits) == 2
+    assert {g.nodes[r].as_text() for i, c in g.commits.items() if ledger.owns(i) for r in c.roots} == {"stays"}
 
 
 def test_egg_trust_explains_itself_and_names_a_missing_file(tmp_path):
