@@ -70,9 +70,11 @@ def timed(argv: list[str], env: dict) -> float:
     return time.perf_counter() - t
 
 
-def build_store(path: str, turns: int) -> None:
-    """`turns` recorded turns, committed in batches (one commit per turn would take minutes)."""
+def build_store(path: str, turns: int, data_root: str) -> None:
+    """`turns` recorded turns, committed in batches (one commit per turn would take minutes), vouched for
+    in `data_root`'s trust ledger as the hooks would have (trust.py)."""
     store = Store.open(path)
+    store.data_root = data_root
     batch = []
     for i in range(turns):
         batch.extend(compile_turn(parse_turn(record(i))).roots)
@@ -101,7 +103,7 @@ def prepare(d: str, turns: int, env: dict, egg_bin: str = os.path.join(REPO, "bi
         with open(os.path.join(proj, ".eggshell.toml"), "w") as f:
             f.write('egg = ".eggs/work.egg"\n')
         t = time.perf_counter()
-        build_store(egg, turns)
+        build_store(egg, turns, data)
         print("built %d turns in %.0f s (%.1f MB)" % (turns, time.perf_counter() - t, os.path.getsize(egg) / 1e6))
     # The vector cache is keyed by window text and model, so runs can share one: embedding
     # this store's windows from nothing takes minutes, once. `egg index` does what is missing.
