@@ -348,6 +348,7 @@ def cmd_union(a, paths: Paths) -> int:
         raise CliError("%s and %s carry different provenance (session, turn or call ids): a union may only join "
                        "Values with the same Exact footprint, such as two tool Works or two requests" % (a.a, a.b), 1)
     store = _write_store(a, paths)
+    store.data_root = paths.data_root  # the union is this user's own (trust.own_unions)
     if store.commit([], unions=[(x, y)]) is None:
         say("already equal: %s = %s (nothing written)" % (a.a, a.b))
         return 0

@@ -266,7 +266,9 @@ def cmd_keep(a, paths: Paths, env: Mapping[str, str]) -> int:
         raise _fail("turn %s was dropped (`egg drop`); it is not kept" % _short(j.turn))
     path, root = _target(a, paths, env, j)
     try:
-        saved = save_turn(Store.open(path), record, root)
+        store = Store.open(path)
+        store.data_root = paths.data_root  # vouched for in this data root's trust ledger
+        saved = save_turn(store, record, root)
     except TurnError as e:
         raise _fail("turn %s cannot be saved: %s" % (_short(j.turn), e)) from None
     n = len(record["tools"])
