@@ -141,7 +141,8 @@ def record(data_root: str, ids: Iterable[str], sign: str = "+") -> int:
     Raises OSError when the ledger cannot be written, TrustError when it must not be.
     """
     lines = [("%s%s\n" % (sign, i)).encode("ascii") for i in dict.fromkeys(ids)]
-    if not lines:
+    n = len(lines)
+    if not n:
         return 0
     path = ledger_path(data_root)
     d = os.path.dirname(path)
@@ -165,7 +166,7 @@ def record(data_root: str, ids: Iterable[str], sign: str = "+") -> int:
         os.close(fd)
     if created:
         fsync_dir(d)
-    return len(lines)
+    return n
 
 
 def vouched(graph, ledger: Ledger) -> int:
