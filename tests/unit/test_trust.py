@@ -245,3 +245,13 @@ def reused(env: Env):
     ws = trust.own_unions(res.workspace((env.egg, os.path.join(env.project, "vendor", "shared.egg"))), ledger)
     return handoff(ws, work_text("Bash", {"command": READ}), READ, enforce=True,
                    standing=judges(INPUTS_VERIFIED, trust.judge(ws.graphs, ledger)))
+
+
+def test_a_warm_process_sees_egg_trust_at_once_and_rereads_only_on_change(tmp_path):
+    res = Resources(str(tmp_path / "data"), REPO, warm=True)
+    assert res.ledger().ids == frozenset()
+    trust.record(res.data_root, ["c" * 64])
+    first = res.ledger()
+    assert first.ids == {"c" * 64} and res.ledger() is first
+    trust.record(res.data_root, ["c" * 64], "-")
+    assert res.ledger().ids == frozenset()
