@@ -348,6 +348,7 @@ def cmd_union(a, paths: Paths) -> int:
         raise CliError("%s and %s carry different provenance (session, turn or call ids): a union may only join "
                        "Values with the same Exact footprint, such as two tool Works or two requests" % (a.a, a.b), 1)
     store = _write_store(a, paths)
+    store.data_root = paths.data_root  # the union is this user's own (trust.own_unions)
     if store.commit([], unions=[(x, y)]) is None:
         say("already equal: %s = %s (nothing written)" % (a.a, a.b))
         return 0
@@ -706,6 +707,47 @@ def cmd_model(a, paths: Paths) -> int:
     return 0
 
 
+def _trust_target(path: str, paths: Paths, verb: str):
+    """The store `egg trust`/`egg untrust` acts on, and the ledger to write (refusing a damaged one)."""
+    from . import trust
+
+    if not os.path.isfile(path):
+        raise CliError("%s: no such store (give the path of a .egg file, e.g. .eggs/work.egg)" % path, 1)
+    graph = Store.open(path).graph  # EggError (exit 1) names a damaged file and line
+    if graph.header is None:
+        raise CliError("%s: holds no records; nothing to %s" % (path, verb), 1)
+    ledger = trust.load(paths.data_root)
+    if ledger.problem is not None:
+        raise CliError("%s\nMove it aside (`mv %s %s.damaged`), then `egg trust` each store of yours again; until then no "
+                       "store is trusted and reuse is advice only" % (ledger.problem, ledger.path, ledger.path), 1)
+    return graph, trust
+
+
+def cmd_trust(a, paths: Paths) -> int:
+    """Vouch for every record a store holds now: its outcomes may then complete a call (deny it)."""
+    graph, trust = _trust_target(a.file, paths, "trust")
+    _vouch(trust, paths, graph, "+")
+    say("trusted %s: its %d commit%s may now complete calls (stand in for running them again); "
+        "`egg untrust %s` undoes this" % (a.file, len(graph.commits), "" if len(graph.commits) == 1 else "s", a.file))
+    return 0
+
+
+def _vouch(trust, paths: Paths, graph, sign: str) -> None:
+    try:
+        trust.record(paths.data_root, sorted(graph.commits), sign)
+    except trust.TrustError as e:
+        raise CliError("%s; nothing was changed" % e, 1)
+
+
+def cmd_untrust(a, paths: Paths) -> int:
+    """Withdraw trust from every record a store holds now: its outcomes are advice only from here on."""
+    graph, trust = _trust_target(a.file, paths, "untrust")
+    _vouch(trust, paths, graph, "-")
+    say("untrusted %s: its %d commit%s are advice only now (never deny a call); turns Eggshell records into it from "
+        "now on are yours and trusted" % (a.file, len(graph.commits), "" if len(graph.commits) == 1 else "s"))
+    return 0
+
+
 def cmd_status(a, paths: Paths) -> int:
     cfg = _config.load(paths, os.getcwd())
     say("eggshell %s" % __version__)
@@ -717,9 +759,17 @@ def cmd_status(a, paths: Paths) -> int:
         return 0
     say("project    %s" % cfg.project_root)
     say("profiles   %s (default %s; a chat picks one with `egg use`)" % (", ".join(cfg.profiles), cfg.default))
+    from . import trust
+
+    ledger = trust.load(paths.data_root)
     for p in cfg.read_eggs:
-        n = len(turn_views(Store.open(p).graph)) if os.path.exists(p) else 0
+        g = Store.open(p).graph if os.path.exists(p) else None
+        n = len(turn_views(g)) if g is not None else 0
         say("store      %s (%d turns)%s" % (p, n, "  [write]" if p == cfg.write_egg else ""))
+        if g is not None:
+            say("           %s" % trust.describe(p, g, ledger))
+    if ledger.problem is not None:
+        say("trust      %s" % ledger.problem)
     return 0
 
 
@@ -810,8 +860,19 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--dir", metavar="DIR", help="the model directory (default: the installed one)")
     m.set_defaults(fn=cmd_model_check)
 
-    s = sub.add_parser("status", help="show the paths, config and stores in force here")
+    s = sub.add_parser("status", help="show the paths, config and stores in force here (and which are trusted)")
     s.set_defaults(fn=cmd_status)
+
+    trust_doc = ("Only a store's trusted records may complete a call (deny it and hand over the recorded output); "
+                 "the rest is advice. Eggshell trusts what it records on this machine; a store that came from "
+                 "elsewhere (a cloned repository's, a colleague's) is trusted only once you say so. Exit 0 when "
+                 "done, 1 when FILE is no readable store or the trust ledger is damaged, 2 on a usage error.")
+    s = sub.add_parser("trust", help="let a store's records complete calls (a store you know is yours)", description=trust_doc)
+    s.add_argument("file", metavar="FILE", help="the .egg file, e.g. .eggs/work.egg")
+    s.set_defaults(fn=cmd_trust)
+    s = sub.add_parser("untrust", help="make a store's records advice only (they never deny a call)", description=trust_doc)
+    s.add_argument("file", metavar="FILE", help="the .egg file, e.g. .eggs/work.egg")
+    s.set_defaults(fn=cmd_untrust)
 
     # In-chat controls (`!egg ...` in Codex): they act on one chat, named by --chat ID,
     # $CODEX_THREAD_ID (set by Codex for ! commands) or $EGGSHELL_CHAT.

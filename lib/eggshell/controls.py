@@ -266,7 +266,9 @@ def cmd_keep(a, paths: Paths, env: Mapping[str, str]) -> int:
         raise _fail("turn %s was dropped (`egg drop`); it is not kept" % _short(j.turn))
     path, root = _target(a, paths, env, j)
     try:
-        saved = save_turn(Store.open(path), record, root)
+        store = Store.open(path)
+        store.data_root = paths.data_root  # vouched for in this data root's trust ledger
+        saved = save_turn(store, record, root)
     except TurnError as e:
         raise _fail("turn %s cannot be saved: %s" % (_short(j.turn), e)) from None
     n = len(record["tools"])
@@ -663,6 +665,34 @@ def _sealed_for(path: str) -> float:
         return 0.0
 
 
+def check_store_trust(c: Checkup) -> tuple[str, str] | None:
+    """Which of the project's stores may complete calls (trust.py): a cloned repository's store is advice only."""
+    from . import trust
+    from .store import EggError, Store
+
+    ledger = trust.load(c.paths.data_root)
+    if ledger.problem is not None:
+        return "FAIL", ("%s. No store is trusted: prior work is advice only and never stands in for a call. Move it aside "
+                        "(`mv %s %s.damaged`) and `egg trust` each store of yours again" % (ledger.problem, ledger.path, ledger.path))
+    try:
+        cfg = _config.load(c.paths, c.cwd, env=c.env)
+    except _config.ConfigError:
+        return None  # check_config says why
+    said, doubt = [], False
+    for p in cfg.read_eggs:
+        if not os.path.exists(p):
+            continue
+        try:
+            g = Store.open(p).graph
+        except EggError:
+            continue  # `egg fsck` reports damage
+        said.append("%s: %s" % (trust.shown_path(p), trust.describe(trust.shown_path(p), g, ledger)))
+        doubt = doubt or trust.vouched(g, ledger) < len(g.commits)
+    if not said:
+        return None
+    return ("note" if doubt else "ok"), "stores: " + "; ".join(said)
+
+
 def check_quarantine(c: Checkup) -> tuple[str, str] | None:
     """Events no turn could store are kept aside; the user should know they exist (and may delete them)."""
     from . import quarantine
@@ -692,7 +722,7 @@ def check_telemetry_leftover(c: Checkup) -> tuple[str, str] | None:
 
 DOCTOR_CHECKS: tuple[Callable[[Checkup], tuple[str, str] | None], ...] = (
     check_hook_bin, check_codex_hooks, check_codex_trust, check_claude_hooks, check_config, check_model, check_data_root,
-    check_manager, check_store_lock, check_quarantine, check_telemetry_leftover,
+    check_manager, check_store_lock, check_store_trust, check_quarantine, check_telemetry_leftover,
 )
 
 

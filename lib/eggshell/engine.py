@@ -31,12 +31,14 @@ class Workspace:
     unions: tuple[Union, ...]  # persistent ones, from the .egg files
     index: Mapping[str, int]  # content id (hex) of a candidate's edge -> its index
     by_parent: Mapping[Value, list[Apply]]  # reuse.alls_by_parent(alls), kept by a warm workspace
+    graphs: tuple = ()  # the store.Graphs it was built from: which store holds a candidate (trust.judge)
 
 
 def workspace(graphs: Iterable, staged: Iterable[Value] = ()) -> Workspace:
     """Prior work from these graphs (store.Graph), plus staged Values of the current turn."""
     roots: list[Value] = []
     pairs: list[tuple[Value, Value]] = []
+    graphs = tuple(graphs)
     for g in graphs:
         roots.extend(g.roots())
         pairs.extend(g.unions())
@@ -51,7 +53,7 @@ def workspace(graphs: Iterable, staged: Iterable[Value] = ()) -> Workspace:
                 cands.append(Candidate(c.edge, c.work, c.outcome, c.tool, c.patterns, staged=is_staged))
     corpus = Corpus(cands)
     index = {content_hex(c.edge): i for i, c in enumerate(corpus.candidates)}
-    return Workspace(corpus, alls, tuple(Union(a, b, "workspace") for a, b in pairs), index, alls_by_parent(alls))
+    return Workspace(corpus, alls, tuple(Union(a, b, "workspace") for a, b in pairs), index, alls_by_parent(alls), graphs)
 
 
 class LiveWorkspace:
@@ -129,8 +131,9 @@ class LiveWorkspace:
             self._grow()
         unions = tuple(Union(a, b, "workspace") for g in self._graphs if g is not None for a, b in g.unions())
         staged = list(staged)
+        graphs = tuple(g for g in self._graphs if g is not None)
         if not staged:
-            return Workspace(self._corpus, tuple(self._alls), unions, self._index, self._by_parent)
+            return Workspace(self._corpus, tuple(self._alls), unions, self._index, self._by_parent, graphs)
         new_alls = [v for v in dict.fromkeys(staged) if isinstance(v, Apply) and v.op is Op.ALL and v not in self._alls]
         kids = tool_children(new_alls)
         if kids & self._requests:
@@ -142,7 +145,7 @@ class LiveWorkspace:
         corpus = self._corpus.plus(list(cands.values())) if cands else self._corpus
         base = len(self._corpus.candidates)
         index = ChainMap({content_hex(e): base + j for j, e in enumerate(cands)}, self._index)
-        return Workspace(corpus, (*self._alls, *new_alls), unions, index, Concat(self._by_parent, alls_by_parent(new_alls)))
+        return Workspace(corpus, (*self._alls, *new_alls), unions, index, Concat(self._by_parent, alls_by_parent(new_alls)), graphs)
 
 
 def plan(ws: Workspace, inquiry: str, *, retrieved: Iterable[str] = (), local_union: bool = True,

@@ -29,29 +29,37 @@ def extract(searcher: Searcher, request: str, hit_ids: list[str], budget: int = 
     """The handoff for hits already ranked (the in-process form of egg-extract, and the hook's).
 
     `standing` (standing.Judge) says how each prior outcome stands now; by default its
-    recorded inputs are checked in the project of the current directory (`judge_here`).
+    recorded inputs are checked in the project of the current directory and its origin in
+    this user's trust ledger (`judge_here`); only the user's own unions count (trust.own_unions).
     """
+    from . import trust
     from .engine import handoff, workspace
     from .handoff import relevant_tools
     from .intrinsic import canonical_tool_work
+    from .paths import from_env
     from .records import command_of
 
     searcher._refresh()
-    ws = workspace(s.graph for s in searcher.stores)
+    ledger = trust.load(from_env().data_root)
+    ws = trust.own_unions(workspace(s.graph for s in searcher.stores), ledger)
     if tool is not None:
         work = canonical_tool_work(tool["name"], tool.get("input"))
-        return handoff(ws, work, command_of(work), budget=budget, enforce=True, standing=standing or judge_here(os.getcwd()))
+        return handoff(ws, work, command_of(work), budget=budget, enforce=True, standing=standing or judge_here(os.getcwd(), ws, ledger))
     views = [searcher.by_id[i] for i in dict.fromkeys(hit_ids) if i in searcher.by_id]
     retrieved = [i for v in views for i in (v.id, *(t.id for t in relevant_tools(v, request)))]
-    return handoff(ws, request, request, retrieved=retrieved, budget=budget, standing=standing or judge_here(None))
+    return handoff(ws, request, request, retrieved=retrieved, budget=budget, standing=standing or judge_here(None, ws, ledger))
 
 
-def judge_here(cwd: str | None):
-    """The hook's judges for a call run in `cwd` (None: a request), in the project of the current directory."""
+def judge_here(cwd: str | None, ws, ledger):
+    """The hook's judges for a call run in `cwd` (None: a request), in the project of the current
+    directory: inputs unchanged (freshness) and the user's own (trust), as on the hook path."""
+    from . import trust
     from .freshness import reuse_judge
     from .paths import find_project, from_env
+    from .standing import judges
 
-    return reuse_judge(find_project(os.getcwd()), cwd, None, from_env().state_dir)
+    fresh = reuse_judge(find_project(os.getcwd()), cwd, None, from_env().state_dir)
+    return judges(fresh, trust.judge(ws.graphs, ledger))
 
 
 def as_record(h: PlanHandoff) -> dict:

@@ -359,6 +359,7 @@ class Store:
     """
 
     lock_timeout = LOCK_TIMEOUT_S  # how long a commit waits for another writer (the warm manager: barely, it retries later)
+    data_root: str | None = None  # whose trust ledger vouches for this store's commits (trust.py); None: the environment's
 
     def __init__(self, path: str):
         self.path = path
@@ -489,7 +490,23 @@ class Store:
             c = ef.Commit(ef.commit_id(c), c.time, c.session, c.turn, c.roots, c.unions)
             lines.append(ef.commit_line(c))
             self._append(f, lines)
+            self._vouch([c.id])
             return c
+
+    def _vouch(self, ids: list[str]) -> None:
+        """Record in the trust ledger that this user wrote these commits here: only they may complete a call.
+
+        The store already holds them: a ledger that cannot be written costs their standing
+        (advice only until `egg trust`), never the turn."""
+        from . import trust
+        from .paths import from_env
+
+        root = self.data_root or from_env().data_root
+        try:
+            trust.record(root, ids)
+        except (OSError, trust.TrustError) as e:
+            self.note("%s: the trust ledger of %s was not written (%s); these turns are advice only until `egg trust %s`"
+                      % (self.path, root, e, self.path))
 
     def remove_union(self, a: Value, b: Value, *, when: str | None = None) -> ef.Unlink | None:
         """Append an unlink for a persistent union in force; None if it is not in force."""
@@ -909,7 +926,23 @@ def compact(path: str, *, purge: bool = False, before: Callable[[Graph], None] |
         if before is not None:
             before(s.graph)
         after = write_compact(path, s.graph.header, [s.graph], purge=purge)
+        if purge:
+            _carry_trust(s, Store.open(path))
     return before_lines, after
+
+
+def _carry_trust(old: Store, new: Store) -> None:
+    """A purge gives a commit that lost forgotten roots a new id: it stays vouched for (trust.py) when
+    all it holds was in vouched-for commits before, never because it looks like one (same time, turn)."""
+    from . import trust
+    from .paths import from_env
+
+    ledger = trust.load(old.data_root or from_env().data_root)
+    own = [c for i, c in old.graph.commits.items() if ledger.owns(i)]
+    roots, unions = {r for c in own for r in c.roots}, {u for c in own for u in c.unions}
+    new.data_root = old.data_root
+    new._vouch([i for i, c in new.graph.commits.items()
+                if i not in old.graph.commits and roots.issuperset(c.roots) and unions.issuperset(c.unions)])
 
 
 def merge(paths: list[str], out: str) -> int:

@@ -63,6 +63,9 @@ class Grown:
             raise NotGrown(read)
         return live.current(staged, grow=False)
 
+    def ledger(self):
+        return self.res.ledger()
+
 
 def _on_disk(path: str) -> tuple:
     """(file identity, size) as a Store that has read all of it records them ((None, 0): no file)."""
@@ -92,6 +95,7 @@ class Resources:
         self._counts: dict[str, tuple[int, int]] = {}
         self._tried: set[tuple[str, ...]] = set()
         self.freshness = Cache()  # the freshness checks' file reads, by (path, stat): a warm check is a stat
+        self._ledger = None  # the trust ledger as last read (trust.load re-reads it only when it changed)
 
     # -- snapshots ----------------------------------------------------------------------
 
@@ -172,7 +176,15 @@ class Resources:
             s.refresh()
         s.note = self.log  # what a write changes besides the store (a mode tightened) goes to the hook log
         s.lock_timeout = WARM_LOCK_S if self.warm else Store.lock_timeout  # (a snapshot's Store is the manager's)
+        s.data_root = self.data_root  # the commits it writes are vouched for in this data root's trust ledger
         return s
+
+    def ledger(self):
+        """The trust ledger (trust.py): which stored commits are this user's own, so may complete a call."""
+        from . import trust
+
+        self._ledger = trust.load(self.data_root, self._ledger)
+        return self._ledger
 
     def turn_count(self, path: str) -> int:
         """How many turns a store holds (counted again only when it has grown)."""

@@ -96,9 +96,11 @@ def observed(i: int, proj: str, key: bytes | None) -> dict:
     return rec
 
 
-def build_store(path: str, turns: int, proj: str | None = None, key: bytes | None = None) -> None:
-    """`turns` recorded turns, committed in batches (one commit per turn would take minutes)."""
+def build_store(path: str, turns: int, data_root: str, proj: str | None = None, key: bytes | None = None) -> None:
+    """`turns` recorded turns, committed in batches (one commit per turn would take minutes), vouched for
+    in `data_root`'s trust ledger as the hooks would have (trust.py)."""
     store = Store.open(path)
+    store.data_root = data_root
     batch = []
     for i in range(turns):
         batch.extend(compile_turn(parse_turn(observed(i, proj, key) if proj else record(i))).roots)
@@ -128,7 +130,7 @@ def prepare(d: str, turns: int, env: dict, egg_bin: str = os.path.join(REPO, "bi
             f.write('egg = ".eggs/work.egg"\n')
         write_sources(proj)
         t = time.perf_counter()
-        build_store(egg, turns, proj, fingerprint.key_of(os.path.join(data, "state"), create=True))
+        build_store(egg, turns, data, proj, fingerprint.key_of(os.path.join(data, "state"), create=True))
         print("built %d turns in %.0f s (%.1f MB)" % (turns, time.perf_counter() - t, os.path.getsize(egg) / 1e6))
     # The vector cache is keyed by window text and model, so runs can share one: embedding
     # this store's windows from nothing takes minutes, once. `egg index` does what is missing.

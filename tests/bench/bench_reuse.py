@@ -415,6 +415,11 @@ def bench_hook_cold(root: str, proj: str, calls: list[tuple[str, str]], runs: in
         os.symlink(real_venv(), link)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EGGSHELL_", "CODEX_"))}
     env.update(EGGSHELL_PREFIX=prefix, EGGSHELL_DATA_ROOT=os.path.join(root, "data-cold"), CODEX_HOME=os.path.join(root, "codex"))
+    from eggshell import trust
+    from eggshell.store import Store
+
+    # The store was saved under the run's other data root: trust it here too, as `egg trust` would.
+    trust.record(env["EGGSHELL_DATA_ROOT"], sorted(Store.open(os.path.join(proj, ".eggs", "work.egg")).graph.commits))
     picks = [c for c in calls if c[0] == "covered"][:1] + [c for c in calls if c[0] == "new"][:1]
     out = []
     for r in range(runs):

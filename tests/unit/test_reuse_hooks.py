@@ -127,6 +127,7 @@ def test_a_persistent_union_counts_as_identity(env):
     read = "sed -n 1,2p src/config.py"
     env.record_turn("show the config reader", [(read, "def parse_config(path):\n    return {}\n")], "shown", session="chat-1", turn="t3")
     store = Store.open(env.egg)
+    store.data_root = env.data  # as `egg union` does in this environment: the union is the user's own (trust.py)
     alias = bash("make show-config")
     store.commit([], unions=[(alias, bash(read))])
     reason = denied(pre(env, "make show-config"))

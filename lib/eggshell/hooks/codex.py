@@ -528,8 +528,14 @@ def _reuse(paths: Paths, res, read: tuple[str, ...], session: str, inquiry: str,
     """Run the reuse engine for one inquiry; the delivery keys are recorded once the reply is out."""
     from ..delivery import Deliveries
     from ..engine import handoff
+    from ..standing import judges
+    from ..trust import judge as trust_judge, own_unions
 
-    ws = res.workspace(read, staged)
+    ledger = res.ledger()
+    ws = own_unions(res.workspace(read, staged), ledger)
+    # A prior outcome may stand in for a call only if its inputs are unchanged (freshness, the
+    # `standing` passed in) and it is the user's own (trust): standing.join of the two.
+    standing = judges(standing or _not_checked, trust_judge(ws.graphs, ledger, staged))
     chat = Deliveries(paths.state_dir, session, _log(paths, "chat state"))
     state = chat.load()
     with res.unlocked():  # the engine only reads the workspace: the manager's tool worker may answer meanwhile
@@ -541,6 +547,13 @@ def _reuse(paths: Paths, res, read: tuple[str, ...], session: str, inquiry: str,
     if h.text and effects is not None:
         effects.append(lambda: _remember(paths, session, h, hits))
     return h
+
+
+def _not_checked(owner, outcome):
+    """No freshness judge was given: inputs not checked, so nothing may stand in for a call."""
+    from ..standing import NOT_CHECKED
+
+    return NOT_CHECKED
 
 
 def _remember(paths: Paths, session: str, h, hits) -> None:
