@@ -177,4 +177,4 @@ def handoff(ws: Workspace, inquiry: str, shown: str | None = None, *, retrieved:
         return session is not None and not after_compaction and owner_of(owner)[0] == session
 
     return render_plan(p, ws.corpus, shown if shown is not None else inquiry, budget, delivered, visible,
-                       enforce and deniable(inquiry), standing)
+                       enforce and deniable(inquiry), standing, by_parent=ws.by_parent)
