@@ -156,13 +156,14 @@ def plan(ws: Workspace, inquiry: str, *, retrieved: Iterable[str] = (), local_un
 def handoff(ws: Workspace, inquiry: str, shown: str | None = None, *, retrieved: Iterable[str] = (), budget: int = DEFAULT_BUDGET,
             delivered: frozenset[str] = frozenset(), session: str | None = None, after_compaction: bool = False,
             enforce: bool = False, local_union: bool = True, evidence: str | None = None,
-            log: Callable[[str], None] = lambda m: None, standing=None) -> PlanHandoff:
+            log: Callable[[str], None] = lambda m: None, standing=None, now: float | None = None) -> PlanHandoff:
     """The rendered handoff (or deny reason) for one inquiry; EMPTY when there is nothing.
 
     `shown` is how the request is displayed (the command of a tool call); `session` is the
     chat asking: its own recorded work is already in its context unless it was compacted.
     `enforce` (PreToolUse) is honoured only for tools whose calls may be denied, and only
-    by outcomes `standing` (standing.Judge) lets complete.
+    by outcomes `standing` (standing.Judge) lets complete. `now` (seconds since the epoch)
+    is when the handoff's ages are counted from: the clock when None.
     """
     try:
         p = plan(ws, inquiry, retrieved=retrieved, local_union=local_union, evidence=evidence)
@@ -177,4 +178,4 @@ def handoff(ws: Workspace, inquiry: str, shown: str | None = None, *, retrieved:
         return session is not None and not after_compaction and owner_of(owner)[0] == session
 
     return render_plan(p, ws.corpus, shown if shown is not None else inquiry, budget, delivered, visible,
-                       enforce and deniable(inquiry), standing, by_parent=ws.by_parent)
+                       enforce and deniable(inquiry), standing, now, by_parent=ws.by_parent)

@@ -144,10 +144,11 @@ def turn_effect(works) -> str:
     return EDITED if EDITED in effects else RAN if RAN in effects else READ
 
 
-def standing_words(st, now: float, said: tuple = ()) -> str:
+def standing_words(st, now: float, said: tuple = (), inputs: bool = True) -> str:
     """A Standing in words: when, at which commit, whether its inputs hold now, whose it is.
 
-    `said`: (recorded, commit) already stated for its turn, not repeated.
+    `said`: (recorded, commit) already stated for its turn, not repeated; `inputs=False`
+    for a request and its answer, which read no inputs of their own.
     """
     from .standing import CHANGED, VERIFIED
 
@@ -159,14 +160,16 @@ def standing_words(st, now: float, said: tuple = ()) -> str:
         parts.append(when)
     if st.commit and st.commit != (said[1] if len(said) > 1 else None):
         parts.append("at commit %s" % plain(st.commit[:7]))
-    if st.inputs == VERIFIED:
+    if not inputs:
+        pass
+    elif st.inputs == VERIFIED:
         parts.append("inputs verified unchanged just now")
     elif st.inputs == CHANGED:
         parts.append("inputs changed since (%s)" % ", ".join(plain(p) for p in st.changed) if st.changed else "inputs changed since")
     else:
         parts.append("inputs not checked")
     if st.origin is not None:
-        parts.append("from another store (%s), advice only" % plain(st.origin))
+        parts.append("from another store, advice only (%s)" % plain(st.origin))
     return ", ".join(parts)
 
 
@@ -358,16 +361,27 @@ def _blocks(corpus, transport, standing, now: float, by_parent) -> list[tuple[Bl
             st = standing(owner, its[0][2]) if standing is not None else None
             key = display_key(_hex(owner))
             if is_request:
-                words = standing_words(st, now)
+                words = standing_words(st, now, inputs=False)
                 if st is not None:
                     said = (st.recorded, st.commit)
-                    words = ", ".join(w for w in words.split(", ") if w != "inputs not checked")
                 out.append((request_block(key, owner.args[0].target.as_text() or "", cand.outcome.as_text() or "",
                                           _decomposed(by_parent, owner.args[0].target), words), False))
                 continue
             stale = st is not None and st.inputs == CHANGED
             output, part = _evidence(cand, [it[2] for it in its])
             out.append((call_block(key, cand.work.as_text() or "", output, standing_words(st, now, said), part, stale), stale))
+    return out
+
+
+def _primaries(corpus, items) -> dict:
+    """Owner -> the owner whose block shows its evidence: the first call that recorded the same
+    output (`rg -n f src` and `rg -n f ./src` in two chats are one piece of evidence), else itself.
+    A repeat travels, and counts as delivered, with the one shown."""
+    first: dict = {}
+    out: dict = {}
+    for it in items:
+        cand = corpus.candidates[it[0].match.cand]
+        out.setdefault(it[1], first.setdefault(cand.outcome, it[1]) if cand.tool else it[1])
     return out
 
 
@@ -412,11 +426,12 @@ def render_plan(plan, corpus, request: str, budget: int = DEFAULT_BUDGET, delive
     empty = PlanHandoff("", False, (), (), (), ())
     if not transport and not checkpoint:
         return empty
-    pairs = _blocks(corpus, transport, standing, now, by_parent)
+    primary = _primaries(corpus, transport)
+    pairs = _blocks(corpus, [it for it in transport if primary[it[1]] is it[1]], standing, now, by_parent)
     stale = {b.key for b, s in pairs if s}
     shown, skipped = _fit(HEADER, [b for b, _ in pairs], budget)
     fitted_owners = {b.key for b in shown} - stale  # a stale output was left out: not delivered
-    fitted = [it for it in transport if display_key(_hex(it[1])) in fitted_owners]
+    fitted = [it for it in transport if display_key(_hex(primary[it[1]])) in fitted_owners]
     fitted_g = {it[3] for it in fitted}
     covered = [it for it in checkpoint if it[5] or it[3] in fitted_g]
     delivered_now = [it[3] for it in fitted] + [it[4] for it in covered]
@@ -429,7 +444,7 @@ def render_plan(plan, corpus, request: str, budget: int = DEFAULT_BUDGET, delive
         text = _assemble(HEADER, shown, skipped)
         if len(text) > budget:
             return empty
-    keys = tuple(dict.fromkeys(display_key(_hex(it[1])) for it in fitted))
+    keys = tuple(dict.fromkeys(display_key(_hex(it[1])) for it in fitted if primary[it[1]] is it[1]))
     frags = tuple(dict.fromkeys(_show_work(it[0].match.past_frag) for it in covered))
     if covered:
         reason = DENY_HEAD + "".join(quote(COMMAND, call_text(it[0].match.past_frag.as_text() or ""))
