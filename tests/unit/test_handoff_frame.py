@@ -282,3 +282,29 @@ def test_age_in_words():
 
 def test_the_deny_reason_reads_as_sentences():
     assert handoff.DENY_HEAD.endswith(":\n") and handoff.DENY_TAIL.endswith(".") and ".." not in handoff.DENY_TAIL
+
+
+# -- nothing is handed over when nothing is relevant enough ------------------------------------
+
+SUPPORT = [("Fix the crash when a user leaves a group in the support dashboard",
+            [("rg -n leave_group src", "src/groups.py:40:def leave_group(user, group):\nsrc/views.py:12:    leave_group(request.user, g)\n")],
+            "leave_group now checks that the user is a member of the group before removing them.")]
+
+
+def test_a_request_sharing_only_plain_words_gets_nothing(tmp_path_factory):
+    store = store_of(tmp_path_factory, SUPPORT)
+    # a LoCoMo-style question: two of its words are in the prior turn, nothing that names code
+    assert prompt_handoff(store, "When did Caroline go to the LGBTQ support group?").text == ""
+    h = prompt_handoff(store, "leave_group fails for admins")  # an identifier in common: relevant
+    assert "$ rg -n leave_group src" in h.text and "| src/groups.py:40:" in h.text
+    h = prompt_handoff(store, "crash when a user leaves a group in the support dashboard")  # most of its words: relevant
+    assert "> Fix the crash when a user leaves a group" in h.text
+
+
+def test_relevance():
+    from eggshell.terms import terms
+
+    q = terms("change parse_config to return a dict")
+    assert handoff.relevance(q, "src/config.py:12:def parse_config(path):") == 1.0  # an anchor in common
+    assert handoff.relevance(q, "return a value") == 1 / len(set(q))
+    assert handoff.relevance([], "anything") == 0.0
