@@ -135,8 +135,8 @@ def test_claude_chats_are_recorded_handed_over_and_a_repeat_is_denied(claude_bin
         assert "this call was not run, because earlier work already did it:\n$ %s\n" % SEARCH_SRC in reason, reason
         # The recorded output is not resent: the reason names the item the handoff already gave.
         evidence = re.search(r"recorded output \(\[([0-9a-f]{12})\]\) is already in this chat's context", reason)
-        assert evidence and "\n[%s] Earlier call" % evidence.group(1) in handoff, reason
-        assert "| " + SRC_LINE_1 in handoff.split("\n[%s] Earlier call" % evidence.group(1), 1)[1], handoff
+        assert evidence and "\n[%s] Call" % evidence.group(1) in handoff, reason
+        assert "| " + SRC_LINE_1 in handoff.split("\n[%s] Call" % evidence.group(1), 1)[1], handoff
         assert reason.endswith("propose it again."), reason  # a sentence, its full stop its own
         runs = _shim_runs(shim_log)
         assert runs.count("-n parse_config src") == 1, runs  # chat 1's run only
