@@ -22,6 +22,7 @@ from typing import Callable
 from .config import Config, ConfigError, Selection
 
 MAX_DROPPED = 64
+REASON_LINES = 200  # lines `egg why` keeps: a prompt's retrieval, then what each tool call was given
 LOCK_TIMEOUT_S = 2  # a hook never waits longer than this for another process of its chat
 
 
@@ -209,6 +210,14 @@ class Chat:
     def delivered(self, text: str, reason: str) -> ChatControl:
         """Remember the handoff the host received; call only once the reply was written."""
         return self.update(lambda c: replace(c, last_handoff=text, last_reason=reason))
+
+    def noted(self, line: str) -> ChatControl:
+        """Add what a tool call was given to the reason, keeping the prompt's handoff (the last REASON_LINES lines)."""
+        def add(c: ChatControl) -> ChatControl:
+            lines = [x for x in c.last_reason.split("\n") if x] + [line]
+            return replace(c, last_reason="\n".join(lines[-REASON_LINES:]))
+
+        return self.update(add)
 
     def drop(self, turn: str) -> ChatControl:
         return self.update(lambda c: replace(c, dropped=tuple(t for t in c.dropped if t != turn) + (turn,)))

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from collections import ChainMap
 from typing import Callable, Iterable, Mapping
 
-from .handoff import DEFAULT_BUDGET, PlanHandoff, owner_of, render_plan
+from .handoff import DEFAULT_BUDGET, PROMPT_FLOOR, PlanHandoff, owner_of, render_plan
 from .identity import content_hex
-from .commands import deniable
+from .commands import deniable, tool_name
 from .intrinsic import Candidate, Concat, Corpus, candidates_from, candidates_under, tool_children
 from .quotient import Union
 from .reuse import Plan, alls_by_parent, discover
@@ -159,13 +159,15 @@ def plan(ws: Workspace, inquiry: str, *, retrieved: Iterable[str] = (), local_un
 def handoff(ws: Workspace, inquiry: str, shown: str | None = None, *, retrieved: Iterable[str] = (), budget: int = DEFAULT_BUDGET,
             delivered: frozenset[str] = frozenset(), session: str | None = None, after_compaction: bool = False,
             enforce: bool = False, local_union: bool = True, evidence: str | None = None,
-            log: Callable[[str], None] = lambda m: None, standing=None) -> PlanHandoff:
+            log: Callable[[str], None] = lambda m: None, standing=None, now: float | None = None) -> PlanHandoff:
     """The rendered handoff (or deny reason) for one inquiry; EMPTY when there is nothing.
 
     `shown` is how the request is displayed (the command of a tool call); `session` is the
     chat asking: its own recorded work is already in its context unless it was compacted.
     `enforce` (PreToolUse) is honoured only for tools whose calls may be denied, and only
-    by outcomes `standing` (standing.Judge) lets complete.
+    by outcomes `standing` (standing.Judge) lets complete. For a request (not a tool call),
+    advice below handoff.PROMPT_FLOOR is not handed over. `now` (seconds since the epoch)
+    is when the handoff's ages are counted from: the clock when None.
     """
     try:
         p = plan(ws, inquiry, retrieved=retrieved, local_union=local_union, evidence=evidence)
@@ -179,5 +181,6 @@ def handoff(ws: Workspace, inquiry: str, shown: str | None = None, *, retrieved:
     def visible(owner: Apply) -> bool:
         return session is not None and not after_compaction and owner_of(owner)[0] == session
 
+    request = not tool_name(inquiry)  # a prompt, not a tool call: its advice must clear the floor
     return render_plan(p, ws.corpus, shown if shown is not None else inquiry, budget, delivered, visible,
-                       enforce and deniable(inquiry), standing)
+                       enforce and deniable(inquiry), standing, now, by_parent=ws.by_parent, floor=PROMPT_FLOOR if request else None)

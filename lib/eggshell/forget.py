@@ -6,7 +6,7 @@ What is forgotten (docs/privacy.md#deleting-data says the same to users):
   Receipt's): every root of that (session, turn): its tool Outcomes, its answer Outcome,
   its Receipt, and its decomposition (an All, hidden once every Receipt pinning it is),
   including roots the turn commits later;
-- a tool Outcome (a `TOOL KEY` of `egg show`, a `WORK GRAPH KEY` of a handoff): that call's
+- a tool Outcome (a `TOOL KEY` of `egg show`, the `[KEY]` of a handoff's `Call`): that call's
   Work -> output relation, wherever it appears (the turn's view, search text, the reuse
   workspace). The turn's prompt and answer stay, and so does the command line inside the
   turn's decomposition and Receipt; forget the turn to hide those;

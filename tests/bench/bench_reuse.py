@@ -312,14 +312,14 @@ def bench_build(projs: dict[int, str], reps: int) -> dict[str, dict[int, list[fl
 def bench_engine(wss: dict, calls: list[tuple[str, str]], prompts: list[str], reps: int) -> dict:
     """Warm engine.handoff for each inquiry at every size, interleaved, the size order rotating."""
     from eggshell import engine
-    from eggshell.handoff import tree
+    from eggshell.handoff import data_share
     from eggshell.turns import work_text
 
     sizes = list(wss)
     res = {k: {n: [] for n in sizes} for k in ("call", "prompt", "call_first", "prompt_first")}
     kinds = {n: {} for n in sizes}  # (kind) -> [inquiries, denied] at the first rep
     chars = {n: [] for n in sizes}
-    trees = {n: [] for n in sizes}
+    shares = {n: [] for n in sizes}  # recorded data's share of each handoff given
     session = "bench-live"
     j = 0
     for r in range(reps):
@@ -349,11 +349,11 @@ def bench_engine(wss: dict, calls: list[tuple[str, str]], prompts: list[str], re
                     if r == 0:
                         res["prompt_first"][n].append(dt)
                         chars[n].append(len(h.text))
-                        p = engine.plan(ws, prompts[i])  # untimed: how big the handoff's work graph is
-                        trees[n].append(len(tree(p.extraction.selection, lambda e: "KEY")) if p else 0)
+                        if h.text:
+                            shares[n].append(data_share(h.text))
     res["kinds"] = kinds
     res["chars"] = chars
-    res["trees"] = trees
+    res["shares"] = shares
     return res
 
 
@@ -514,14 +514,14 @@ def main() -> int:
         kinds = "; ".join("%s %d/%d/%d" % (k, v[1], v[2], v[0]) for k, v in r["kinds"][n].items())
         say("    | %8d | %11.1f | %9.1f | %15.1f | %-52s |" % (n, med_ms(r["call"][n]), p90_ms(r["call"][n]), med_ms(r["call_first"][n]), kinds))
     say("[2] one prompt, warm: engine.handoff(ws, prompt, prompt); %d prompts x %d passes" % (len(prompts), a.reps))
-    say("    | %8s | %11s | %9s | %15s | %-52s |" % ("calls", "median (ms)", "p90 (ms)", "first seen (ms)", "handoffs given; work graph (SELECTED WORK GRAPH)"))
+    say("    | %8s | %11s | %9s | %15s | %-52s |" % ("calls", "median (ms)", "p90 (ms)", "first seen (ms)", "handoffs given; share of recorded data"))
     say("    |%s|%s|%s|%s|%s|" % ("-" * 10, "-" * 13, "-" * 11, "-" * 17, "-" * 54))
     for n in sizes:
         given = [c for c in r["chars"][n] if c]
         say("    | %8d | %11.1f | %9.1f | %15.1f | %-52s |" % (n, med_ms(r["prompt"][n]), p90_ms(r["prompt"][n]), med_ms(r["prompt_first"][n]),
-                                                            "%d of %d, median %d chars; graph median %d chars" % (
+                                                            "%d of %d, median %d chars; data median %.2f" % (
                                                                 len(given), len(r["chars"][n]), statistics.median(given) if given else 0,
-                                                                statistics.median(r["trees"][n]))))
+                                                                statistics.median(r["shares"][n]) if r["shares"][n] else 0.0)))
     say("[3] workspace build, median of %d (Store.open + engine.workspace):" % len(t_build[sizes[0]]))
     for n in sizes:
         say("    %6d calls: %7.0f ms  (Store.open %.0f ms, engine.workspace %.0f ms)" % (n, med_ms(t_build[n]), med_ms(tb["open"][n]), med_ms(tb["workspace"][n])))
@@ -573,9 +573,8 @@ def main() -> int:
             failed.append("[1] no covered call was denied at %d calls" % n)
     given = {n: sum(1 for c in r["chars"][n] if c) for n in sizes}
     if given[big] * 2 < given[sizes[0]]:
-        say("  note (no target): at %d calls only %d of %d prompts got a handoff (%d at %d calls); the SELECTED WORK GRAPH"
-            " (median %d chars) leaves no room in the %d-character budget for any evidence block" % (
-                big, given[big], len(prompts), given[sizes[0]], sizes[0], statistics.median(r["trees"][big]), h["cfg"].handoff_chars))
+        say("  note (no target): at %d calls only %d of %d prompts got a handoff (%d at %d calls)" % (
+            big, given[big], len(prompts), given[sizes[0]], sizes[0]))
 
     if failed or a.profile:
         from eggshell import engine

@@ -132,11 +132,12 @@ def test_claude_chats_are_recorded_handed_over_and_a_repeat_is_denied(claude_bin
         reason = tool_results(reqs2[1]).get(blocked_id)
         assert reason is not None and reason.startswith(BLOCKED), "the repeated search was not denied: %r\n%s" % (
             reason, run2.stderr[-3000:])
-        assert "REMOVE ONLY THESE COMPLETED FRAGMENTS:\n- Bash: %s\n" % SEARCH_SRC in reason, reason
-        # The recorded output is not resent: the reason names the evidence the handoff already gave.
-        evidence = re.search(r"prior outcome \(([0-9a-f]{12})\) is already in this chat's context", reason)
-        assert evidence and "EVIDENCE %s (verbatim" % evidence.group(1) in handoff, reason
-        assert SRC_LINE_1 in handoff.split("EVIDENCE %s (verbatim" % evidence.group(1), 1)[1], handoff
+        assert "this call was not run, because earlier work already did it:\n$ %s\n" % SEARCH_SRC in reason, reason
+        # The recorded output is not resent: the reason names the item the handoff already gave.
+        evidence = re.search(r"recorded output \(\[([0-9a-f]{12})\]\) is already in this chat's context", reason)
+        assert evidence and "\n[%s] Call" % evidence.group(1) in handoff, reason
+        assert "| " + SRC_LINE_1 in handoff.split("\n[%s] Call" % evidence.group(1), 1)[1], handoff
+        assert reason.endswith("propose it again."), reason  # a sentence, its full stop its own
         runs = _shim_runs(shim_log)
         assert runs.count("-n parse_config src") == 1, runs  # chat 1's run only
 

@@ -202,11 +202,12 @@ def test_repeated_search_is_denied_and_its_output_reused(prefix, tmp_path):  # n
         reason = _output_of(reqs2[1], blocked_id)
         assert reason is not None, function_call_outputs(reqs2[1])
         assert reason.startswith(BLOCKED), "the repeated search was not denied:\n%s\n%s" % (reason, run2.stderr[-3000:])
-        assert "REMOVE ONLY THESE COMPLETED FRAGMENTS" in reason, reason
-        assert SEARCH_SRC in reason, reason  # the completed fragment, as chat 1 ran it
-        assert "src/config.py:1:def parse_config(path):" in reason, reason  # chat 1's recorded output
-        assert "src/config.py:14:    return parse_config(\"app.cfg\")" in reason, reason
-        assert reason.rstrip().endswith("Command: " + SEARCH_SRC_AGAIN), reason
+        assert "this call was not run, because earlier work already did it:\n$ %s\n" % SEARCH_SRC in reason, reason
+        assert "| src/config.py:1:def parse_config(path):" in reason, reason  # chat 1's recorded output
+        assert "| src/config.py:14:    return parse_config(\"app.cfg\")" in reason, reason
+        # one sentence to its end: Codex appends ". Command: CMD" to the reason
+        assert reason.rstrip().endswith("to run this call anyway, propose it again. Command: " + SEARCH_SRC_AGAIN), reason
+        assert ".." not in reason, reason
 
         # The uncovered search is allowed: it runs and the model gets its real output.
         assert runs.count("-n parse_config tests") == 1, runs
@@ -217,7 +218,7 @@ def test_repeated_search_is_denied_and_its_output_reused(prefix, tmp_path):  # n
         assert "tests/test_config.py:5:from config import parse_config" in allowed, allowed
         # At most advice reaches the model for it: no second deny anywhere in the chat.
         later = [m for m in developer_messages(reqs2[2]) if "EGGSHELL" in m]
-        assert not any("REMOVE ONLY THESE COMPLETED FRAGMENTS" in m for m in later), later
+        assert not any("this call was not run" in m for m in later), later
         # The blocked call's output is still the deny in the last request (history is kept).
         assert _output_of(reqs2[2], blocked_id) == reason
 

@@ -322,7 +322,7 @@ def test_handoff_budget_and_top_k_come_from_the_project_config(env):
     env.write_config('handoff_chars = 2000\ntop_k = 1\n')
     ctx = env.respond(env.prompt("late_fee case", turn="t9"))["hookSpecificOutput"]["additionalContext"]
     assert len(ctx) <= 2000
-    assert ctx.count("WORK GRAPH ") == 1
+    assert ctx.count("] Request") == 1
 
 
 def test_read_stores_are_searched_too(env, tmp_path):

@@ -414,7 +414,7 @@ def assert_no_canary_anywhere(env, replies: list[dict], later: list[dict]) -> No
     said = json.dumps(replies + later)
     assert leaks(said) == []
     handed = context(later[0]) + context(later[1])
-    assert "set up the deploy credentials" in handed and "[redacted: " in handed  # the later chat was given the prior work
+    assert "$ cat deploy/part-0.env" in handed and "[redacted: " in handed  # the later chat was given the prior work
     assert files_leaking(env.data, env.project, env.prefix) == {}
 
 

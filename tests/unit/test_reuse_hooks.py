@@ -58,8 +58,9 @@ def denied(reply: dict) -> str | None:
 def test_a_covered_call_is_denied_with_the_prior_outcome(env):
     reason = denied(pre(env, "rg -n parse_config ./src"))
     assert reason is not None
-    assert "REMOVE ONLY THESE COMPLETED FRAGMENTS:\n- Bash: rg -n parse_config src\n" in reason
-    assert "remains open" in reason and RG_OUT in reason
+    assert reason.startswith("EGGSHELL: this call was not run, because earlier work already did it:\n$ rg -n parse_config src\n")
+    assert reason.endswith("run only what it does not cover; to run this call anyway, propose it again")  # Codex adds ". Command: ..."
+    assert "".join("| " + line + "\n" for line in RG_OUT.splitlines()) in reason
     assert env.log_text() == ""
 
 
@@ -67,7 +68,7 @@ def test_an_uncovered_call_runs_with_advice_at_most(env):
     reply = pre(env, "rg -n parse_config tests")
     assert denied(reply) is None
     ctx = reply.get("hookSpecificOutput", {}).get("additionalContext", "")
-    assert "COVERED WORK" not in ctx  # advice only
+    assert "was not run" not in ctx  # advice only
 
 
 def test_one_denial_per_covered_projection_per_chat(env):
@@ -165,7 +166,7 @@ def test_evidence_over_budget_is_listed_by_a_key_egg_show_reads(env):
     work = work_text("Bash", {"command": "rg -n parse_config ./lib"})
     h = engine.handoff(ws, work, "rg -n parse_config ./lib", budget=2000, enforce=True)
     assert not h.deny and h.omitted  # the evidence does not fit, so it cannot stop the call
-    assert "NOT SHOWN" in h.text and "egg show KEY" in h.text and len(h.text) <= 2000
+    assert "Not shown, over the size budget" in h.text and "egg show KEY" in h.text and len(h.text) <= 2000
     key = h.omitted[0]
     assert key in h.text and h.delivered == ()  # named, not delivered
     assert Store.open(env.egg).graph.lookup(key)  # the key `egg show` reads (tests/e2e runs egg show itself)
@@ -183,3 +184,31 @@ def test_a_repeated_read_tool_call_is_denied(env):
     reason = denied(pre(env, "", tool="Read", tool_input=read))
     assert reason is not None and "def parse_config(path):" in reason
     assert denied(pre(env, "", tool="Read", tool_input={"file_path": "src/other.py"}, session="chat-4")) is None
+
+
+def test_a_denial_keeps_the_prompts_handoff_for_egg_graph_and_why(env):
+    from eggshell.chat import Chat
+
+    reply = env.respond(env.prompt("where is parse_config defined and who calls it?", turn="u1", session_id="chat-2"))
+    given = reply["hookSpecificOutput"]["additionalContext"]
+    before = Chat(env.paths.state_dir, "chat-2").load()
+    assert before.last_handoff == given and before.last_reason.startswith("retrieved ")
+    reason = denied(env.respond(env.ev("PreToolUse", session="chat-2", turn_id="u1", tool_name="Bash",
+                                       tool_input={"command": "rg -n parse_config ./src"}, tool_use_id="c1")))
+    assert reason is not None
+    after = Chat(env.paths.state_dir, "chat-2").load()
+    assert after.last_handoff == given  # `egg graph` still shows what the prompt was given
+    assert after.last_reason.startswith(before.last_reason + "\n")  # `egg why` still explains it, then the denial
+    assert after.last_reason.splitlines()[-1].startswith("PreToolUse rg -n parse_config ./src: denied, completed prior work covers Bash: rg -n parse_config src")
+
+
+def test_the_codex_deny_reason_ends_so_that_codex_completes_the_sentence(env):
+    # Codex shows "Command blocked by PreToolUse hook: REASON. Command: CMD"
+    reason = denied(pre(env, "rg -n parse_config ./src"))
+    assert reason.endswith("propose it again") and not reason.endswith(".")
+    from eggshell import hook
+
+    env.respond(env.prompt("add type hints to the reader", turn="k1", session_id="claude-1"))
+    out = hook.respond("claude", __import__("json").dumps(env.ev("PreToolUse", session="claude-1", turn_id="k1", tool_name="Bash",
+                       tool_input={"command": "rg -n parse_config ./src"}, tool_use_id="k-1")), env.paths)
+    assert denied(out).endswith("propose it again.")

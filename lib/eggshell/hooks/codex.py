@@ -366,9 +366,11 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
 
             evidence = normalize_output(tool_output(payload))
         h = _reuse(paths, res, read, st.session, work, shown, effects, budget=budget, local_union=local_union, staged=staged,
-                   enforce=st.event == "PreToolUse", evidence=evidence, standing=_judge(paths, res, journal, st, st.cwd))
+                   enforce=st.event == "PreToolUse", evidence=evidence, standing=_judge(paths, res, journal, st, st.cwd),
+                   call=st.event)
         if h.deny:
-            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": h.text}}
+            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                           "permissionDecisionReason": deny_reason(h.text, host)}}
         return _context(st.event, h.text)
 
     if st.event == "UserPromptSubmit":
@@ -386,6 +388,12 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
                    hits=[x for x in hits if x.session != st.session or x.turn != st.turn], standing=_judge(paths, res, journal, st, None))
         return _context("UserPromptSubmit", h.text)
     return {}
+
+
+def deny_reason(text: str, host: str) -> str:
+    """The deny reason as the host shows it: Codex appends ". Command: CMD" itself, so for it
+    the reason's last sentence ends without its full stop (else it reads "..")."""
+    return text[:-1] if host == "codex" and text.endswith(".") else text
 
 
 def inquiry_of(prompt: str) -> str:
@@ -524,8 +532,11 @@ def _judge(paths: Paths, res, journal: Journal, st: Step, cwd: str | None):
 
 def _reuse(paths: Paths, res, read: tuple[str, ...], session: str, inquiry: str, shown: str, effects: list | None, *,
            budget: int, local_union: bool, staged=(), retrieved=(), enforce: bool = False, evidence: str | None = None, hits=(),
-           standing=None):
-    """Run the reuse engine for one inquiry; the delivery keys are recorded once the reply is out."""
+           standing=None, call: str | None = None):
+    """Run the reuse engine for one inquiry; the delivery keys are recorded once the reply is out.
+
+    `standing`: the freshness judge (trust joins it here); `call`: the tool event asking
+    (PreToolUse, PostToolUse), None for the prompt."""
     from ..delivery import Deliveries
     from ..engine import handoff
     from ..standing import judges
@@ -545,7 +556,7 @@ def _reuse(paths: Paths, res, read: tuple[str, ...], session: str, inquiry: str,
     if h.delivered and effects is not None:
         effects.append(lambda keys=h.delivered: chat.add(keys))
     if h.text and effects is not None:
-        effects.append(lambda: _remember(paths, session, h, hits))
+        effects.append(lambda: _remember(paths, session, h, hits, None if call is None else "%s %s" % (call, shown)))
     return h
 
 
@@ -556,17 +567,32 @@ def _not_checked(owner, outcome):
     return NOT_CHECKED
 
 
-def _remember(paths: Paths, session: str, h, hits) -> None:
-    """What `egg graph` and `egg why` show: the handoff this chat was last given."""
+def _remember(paths: Paths, session: str, h, hits, call: str | None = None) -> None:
+    """What `egg graph` and `egg why` show: the prompt's handoff this chat was last given.
+
+    What a tool call was given (a denial, advice) is added to the reason and leaves the
+    prompt's handoff in place, so `egg why` after a denial still explains the turn.
+    """
     from ..chat import Chat
 
-    Chat(paths.state_dir, session, _log(paths, "chat state")).delivered(h.text, _reason(h, hits))
+    chat = Chat(paths.state_dir, session, _log(paths, "chat state"))
+    if call is None:
+        chat.delivered(h.text, _reason(h, hits))
+    else:
+        chat.noted(_call_reason(h, call))
+
+
+def _call_reason(h, call: str) -> str:
+    """One line for `egg why`: what a tool call was given."""
+    keys = ", ".join(dict.fromkeys((*h.keys, *h.omitted))) or "already in context"
+    if h.deny:
+        return "%s: denied, completed prior work covers %s (%s)" % (call, "; ".join(h.covered), keys)
+    return "%s: prior work added (%s)" % (call, keys)
 
 
 def _reason(h, hits=()) -> str:
     """Why this handoff: the turns retrieval ranked (with fused scores) and what the engine showed."""
-    lines = ["%s the call: completed prior work covers %s" % ("denied", ", ".join(h.covered))] if h.deny else []
-    lines += ["retrieved %s  rank %d  score %.3f  (%s)" % (x.key, x.rank, x.score, os.path.basename(x.store)) for x in hits]
+    lines = ["retrieved %s  rank %d  score %.3f  (%s)" % (x.key, x.rank, x.score, os.path.basename(x.store)) for x in hits]
     lines += ["evidence  %s  shown in full" % k for k in dict.fromkeys(h.keys)]
     lines += ["evidence  %s  listed only (over the budget; egg show reads it)" % k for k in dict.fromkeys(h.omitted)]
     return "\n".join(lines)
