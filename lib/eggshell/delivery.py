@@ -36,6 +36,12 @@ def d_key(owner: Apply, projection: Value) -> str:
     return "d:%s:%s" % (content_hex(owner), content_hex(projection))
 
 
+def c_key(g: str) -> str:
+    """The chat was told this evidence (a g-key) is out of date: its inputs changed. Told once, so
+    later prompts are not filled with the same notice; its output was never delivered."""
+    return "c" + g[1:]
+
+
 @dataclass(frozen=True, slots=True)
 class ChatState:
     delivered: frozenset[str] = frozenset()

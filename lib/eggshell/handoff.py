@@ -443,7 +443,7 @@ def render_plan(plan, corpus, request: str, budget: int = DEFAULT_BUDGET, delive
     for a request): advice whose `relevance` to the request is below it is not handed over.
     The request itself is not repeated: the agent has it.
     """
-    from .delivery import d_key, g_key
+    from .delivery import c_key, d_key, g_key
     from .intrinsic import projection_outcome
 
     now = time.time() if now is None else now
@@ -461,6 +461,11 @@ def render_plan(plan, corpus, request: str, budget: int = DEFAULT_BUDGET, delive
         return empty
     primary = _primaries(corpus, transport)
     pairs = _blocks(corpus, [it for it in transport if primary[it[1]] is it[1]], standing, now, by_parent)
+    owner_gs: dict = {}
+    for it in transport:
+        owner_gs.setdefault(display_key(_hex(primary[it[1]])), []).append(it[3])
+    told = {b.key for b, s in pairs if s and all(c_key(g) in delivered for g in owner_gs[b.key])}
+    pairs = [(b, s) for b, s in pairs if b.key not in told]  # this chat was already told it is out of date
     stale = {b.key for b, s in pairs if s}
     shown, skipped = _fit(HEADER, [b for b, _ in pairs], budget)
     fitted_owners = {b.key for b in shown} - stale  # a stale output was left out: not delivered
@@ -468,7 +473,8 @@ def render_plan(plan, corpus, request: str, budget: int = DEFAULT_BUDGET, delive
     fitted_g = {it[3] for it in fitted}
     covered = [it for it in checkpoint if it[5] or it[3] in fitted_g]
     delivered_now = [it[3] for it in fitted] + [it[4] for it in covered]
-    if not delivered_now and not skipped and not stale & {b.key for b in shown}:
+    delivered_now += [c_key(g) for k in stale & {b.key for b in shown} for g in owner_gs[k]]
+    if not delivered_now and not skipped:
         return empty
     text = ""
     if shown or skipped:

@@ -85,6 +85,11 @@ def judged(env: Env, command: str):
     return freshness.judge(env.project, env.project, freshness.Cache(), fingerprint.key_of(env.paths.state_dir))(edge, None)
 
 
+def quoted(text: str) -> str:
+    """Recorded output as a handoff quotes it: every line behind `| ` (handoff.py)."""
+    return "".join("| " + line + "\n" for line in text.splitlines())
+
+
 # -- unchanged: denied as before, and verified -------------------------------------------------
 
 
@@ -93,7 +98,7 @@ def test_an_unchanged_file_is_denied_and_its_standing_is_verified(env):
     out = chat1(env, "cat " + INVOICE)
     assert out == INVOICE_TEXT
     reason = denied(pre(env, "cat ./" + INVOICE))
-    assert reason is not None and INVOICE_TEXT in reason
+    assert reason is not None and quoted(INVOICE_TEXT) in reason
     s = judged(env, "cat " + INVOICE)
     assert (s.inputs, s.commit, s.changed) == (VERIFIED, head, ()) and s.recorded.endswith("Z")
 
@@ -243,8 +248,8 @@ def test_after_a_change_the_new_read_is_reused_and_the_old_one_never(env):
     assert denied(pre(env, "cat ./" + INVOICE)) is None  # chat 2: it runs ...
     assert chat1(env, "cat ./" + INVOICE, session="chat-2b") == new  # ... and its hook records what it saw
     reason = denied(pre(env, "cat ./" + INVOICE, session="chat-3"))
-    assert reason is not None and new in reason
-    # How chat 1's changed evidence is shown (marked or left out) is the renderer's: its Standing names the change.
+    assert reason is not None and quoted(new) in reason
+    assert quoted(INVOICE_TEXT) not in reason  # chat 1's stale output never stands in, nor is it shown as current
     assert judged(env, "cat " + INVOICE).changed == (INVOICE,) and judged(env, "cat ./" + INVOICE).inputs == VERIFIED
 
 

@@ -252,7 +252,14 @@ def test_a_changed_item_names_the_paths_and_leaves_its_output_out(tmp_path_facto
                      r"its output is out of date, so it is left out:\n\$ rg -n parse_config src\n", h.text)
     assert call, h.text
     assert "1 hour ago, at commit abababa" in h.text  # on its turn's request
-    assert not h.deny and call.group(1) not in h.keys and len(h.delivered) == len(h.keys) == 1  # only the request travelled
+    assert not h.deny and call.group(1) not in h.keys and len(h.keys) == 1  # only the request's evidence travelled
+    gs = [k for k in h.delivered if k.startswith("g:")]
+    told = [k for k in h.delivered if k.startswith("c:")]
+    assert len(gs) == 1 and len(told) == 1  # and the chat was told once that the call is out of date
+    ws = engine.workspace([store.graph])
+    again = engine.handoff(ws, work_text("Bash", {"command": "rg -n parse_config ./src"}), "rg -n parse_config ./src",
+                           standing=lambda o, a: st, enforce=True, now=NOW, delivered=frozenset(h.delivered))
+    assert call.group(1) not in again.text and not again.deny  # told once: the next answer does not repeat it
     assert "src/config.py:12:" not in h.text
     assert all(k == "frame" or not x.startswith("END") for k, x in handoff.parse(h.text))
 

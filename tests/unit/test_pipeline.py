@@ -197,7 +197,8 @@ def test_egg_query_exit_status(tmp_path, env, store):
     assert r.returncode == 0 and len(r.stdout.splitlines()) == len(QUERIES)
 
 
-def test_query_extract_pipeline_equals_in_process(tmp_path, env, store):
+def test_query_extract_pipeline_equals_in_process(tmp_path, env, store, monkeypatch):
+    monkeypatch.setenv("EGGSHELL_DATA_ROOT", env["EGGSHELL_DATA_ROOT"])  # the same trust ledger as the pipeline's
     qfile = queries_file(tmp_path)
     r = sh('"$B/egg-query" --egg "$1" --top-k 5 < "$2" | "$B/egg-extract" --egg "$1"', env, store, qfile)
     hits = in_process_query(env, store, qfile)
@@ -214,7 +215,8 @@ def test_query_extract_pipeline_equals_in_process(tmp_path, env, store):
     assert "\u5ef6\u6ede\u6599\u306f src/billing.py" in good[3]["text"]
 
 
-def test_query_extract_pipeline_over_two_stores(tmp_path, env, project, store):
+def test_query_extract_pipeline_over_two_stores(tmp_path, env, project, store, monkeypatch):
+    monkeypatch.setenv("EGGSHELL_DATA_ROOT", env["EGGSHELL_DATA_ROOT"])  # the same trust ledger as the pipeline's
     other = write_ndjson(tmp_path / "other.ndjson", [turn_record(session="sess-z", turn="z1", prompt="late_fee for weekends?",
                                                                  tools=[], answer="weekends count as late_fee days")])
     y = str(tmp_path / "y.egg")
@@ -263,8 +265,9 @@ def hook_context(paths: Paths, project, prompt: str, turn: str, session: str | N
 
 
 def pipeline_handoff(env, egg_path: str, prompt: str) -> str:
+    """The filters run in the project, as a user would (egg-extract checks recorded inputs there)."""
     r = sh('printf "%s\\n" "$2" | "$B/egg-query" --egg "$1" --top-k 5 | "$B/egg-extract" --egg "$1"', env, egg_path,
-           json.dumps({"query": {"text": prompt}}))
+           json.dumps({"query": {"text": prompt}}), cwd=os.path.dirname(os.path.dirname(egg_path)))
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)["handoff"]["text"]
 
