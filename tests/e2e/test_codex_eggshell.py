@@ -19,7 +19,7 @@ from fake_model_server import FakeModelServer, developer_messages
 
 from eggshell import handoff as handoff_mod
 
-from codex_harness import CodexHome
+from codex_harness import CodexHome, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -67,7 +67,8 @@ def test_handoff_reaches_the_next_chat(prefix, tmp_path):
         # Chat 1: runs a shell command and answers; Eggshell records the turn.
         run1 = home.run(CHAT1, project, env=env)
         assert run1.returncode == 0, str(run1)
-        assert egg_file.exists(), "chat 1 was not recorded:\n%s" % run1[2][-3000:]
+        # The warm manager saves a turn within seconds of its Stop (a fresh manager loads first).
+        assert wait_until(egg_file.exists, timeout=60), "chat 1 was not recorded:\n%s" % run1[2][-3000:]
         fsck = _egg(prefix, ["fsck", str(egg_file)], project, tool_env)
         assert "1 turns" in fsck, fsck
         first = server.requests_for(CHAT1)

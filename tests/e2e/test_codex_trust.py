@@ -212,10 +212,10 @@ def test_a_forged_store_from_a_clone_never_stands_in_for_a_real_read(prefix, tmp
         reqs = server.requests_for(CLONE_CHAT)
         seen = _output_of(reqs[1], _call_id(reqs[1], CAT_BILLING))
         assert seen is not None and not seen.startswith(BLOCKED), "the forged outcome stood in for the read:\n%s" % seen
-        assert seen.strip() == BILLING_TOML.strip() and FORGED_MARK not in seen, seen
+        assert BILLING_TOML in seen.replace("\r\n", "\n") + "\n" and FORGED_MARK not in seen, seen  # the real file
         for m in developer_messages(reqs[0]) + developer_messages(reqs[1]):
             if FORGED_MARK in m:
                 assert "another store" in m.lower(), m  # shown only as another store's, advisory
         status = _egg(prefix, ["status"], clone, home.env(env))
-        assert "not trusted" in status.lower() or "untrusted" in status.lower(), status
+        assert "came from elsewhere" in status and "advice only" in status, status  # the forger's commit is not the user's
         _no_hook_failed((run,), data_root)
