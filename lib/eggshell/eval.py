@@ -559,6 +559,25 @@ _OWNER = re.compile(r"^WORK GRAPH \S+ ")
 
 
 def frame_parts(text: str) -> dict[str, int]:
+    """Characters of a handoff by part; they add up to len(text).
+
+    With the frame helper's `handoff.parse`: each data kind, and `frame` for the rest.
+    Else today's frame, parsed here (`_parts_of_today`).
+    """
+    from . import handoff
+
+    parse = getattr(handoff, "parse", None)
+    if parse is None:
+        return _parts_of_today(text)
+    parts: dict[str, int] = {}
+    for kind, body in parse(text):
+        if kind != getattr(handoff, "FRAME", "frame"):
+            parts[kind + " (data)"] = parts.get(kind + " (data)", 0) + len(body)
+    parts["frame"] = len(text) - sum(parts.values())
+    return parts
+
+
+def _parts_of_today(text: str) -> dict[str, int]:
     """Characters of a handoff of today's renderer by part; they add up to len(text).
 
     `evidence` (the recorded outputs and answers, verbatim) and `prior request` (the
@@ -611,7 +630,7 @@ def frame_parts(text: str) -> dict[str, int]:
 
 
 def _parsed_share(text: str) -> float:
-    parts = frame_parts(text)
+    parts = _parts_of_today(text)
     return (parts["evidence"] + parts["prior request"]) / len(text) if text else 0.0
 
 
@@ -766,13 +785,16 @@ class Handed:
     bm25: float | None = None  # best raw BM25 of a turn covering enough of the question (None: none)
 
 
+_NOT_SHOWN = re.compile(r"^(?:NOT SHOWN \(|Not shown, over the size budget)", re.M)  # today's frame, the frame helper's
+
+
 def _linked_state(text: str, keys: frozenset[str]) -> str:
-    if not text or not keys:
-        return "absent"
-    shown = any(re.search(r"^WORK GRAPH %s |^  EVIDENCE %s " % (k, k), text, re.M) for k in keys)
-    if shown:
+    """Whether a run's work is in the handoff ("shown"), only in its over-budget list ("listed"), or not at all."""
+    m = _NOT_SHOWN.search(text)
+    shown, listed = (text[: m.start()], text[m.start():]) if m else (text, "")
+    if any(k in shown for k in keys):
         return "shown"
-    return "listed" if any(k in text for k in keys) else "absent"
+    return "listed" if any(k in listed for k in keys) else "absent"
 
 
 def judge(chat: NewChat, q: Question, records: dict[str, dict]) -> Handed:
@@ -801,8 +823,11 @@ class HandoffRun:
 
 
 def run_handoff(swe_path: str, locomo_path: str, cache: str, root: str, *, mode: str = "hybrid", model: str | None = None,
-                limit: int | None = None) -> HandoffRun:
-    """Write the 500 runs into a new project and ask its prompt hook every related and unrelated question."""
+                limit: int | None = None, dump: IO[str] | None = None) -> HandoffRun:
+    """Write the 500 runs into a new project and ask its prompt hook every related and unrelated question.
+
+    `dump`: one JSON line per question (what it got, its scores), for choosing a score floor.
+    """
     records, queries = read_swe(swe_path)
     related = related_questions(queries, records)
     unrelated = unrelated_questions(locomo_path)
@@ -814,18 +839,22 @@ def run_handoff(swe_path: str, locomo_path: str, cache: str, root: str, *, mode:
     out = HandoffRun([], [], mode=mode, share_by=data_share_source())
     try:
         t0 = time.perf_counter()
-        chat.write(records, isolate, Progress("handoff: writing the runs as turns"))
+        prog = Progress("handoff")
+        chat.write(records, isolate, lambda done, total: prog(done, total, "runs written as turns"))
         out.write_s, out.stored, out.stores = time.perf_counter() - t0, len(chat.views), 1 + len(chat.alone)
         t0 = time.perf_counter()
-        prog = Progress("handoff: embedding the stored turns")
         chat.embed(lambda done, total: prog(done, total, "new windows embedded"))
         out.embed_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        prog = Progress("handoff")
         qs = related + unrelated
         for n, q in enumerate(qs):
-            (out.related if q.kind == "related" else out.unrelated).append(judge(chat, q, by_id))
-            prog(n + 1, len(qs))
+            h = judge(chat, q, by_id)
+            (out.related if q.kind == "related" else out.unrelated).append(h)
+            if dump is not None:
+                dump.write(json.dumps({"set": "handoff", "id": q.id, "kind": q.kind, "chars": len(h.text), "hits": h.hits, "top": h.top,
+                                       "cosine": h.cosine, "bm25": h.bm25, "named": h.named, "ceiling": h.ceiling, "gold": q.gold,
+                                       "linked_rank": h.linked_rank, "linked": h.linked, "share": h.share, "parts": h.parts}) + "\n")
+            prog(n + 1, len(qs), "questions")
         out.ask_s = time.perf_counter() - t0
     finally:
         chat.close()
@@ -893,7 +922,7 @@ def handoff_report(run: HandoffRun) -> list[str]:
 
 
 def _handoff_diagnosis(run: HandoffRun) -> list[str]:
-    out = ["", "### Where the characters go (today's frame, summed over the related handoffs)", ""]
+    out = ["", "### Where the characters go (by part, summed over the related handoffs)", ""]
     totals: dict[str, int] = {}
     for h in run.related:
         for k, v in h.parts.items():
@@ -1104,7 +1133,7 @@ def main(argv: list[str]) -> int:
 
             with tempfile.TemporaryDirectory(prefix="eggshell-eval-") as tmp:
                 handed = run_handoff(files["swe"], files["locomo"], cache, tmp, mode="hybrid" if uses_model else "lexical",
-                                     model=a.model, limit=a.limit)
+                                     model=a.model, limit=a.limit, dump=dump)
     except (RuntimeError, OSError, ValueError) as e:
         print("%s: %s" % (PROG, e), file=sys.stderr)
         return 1
