@@ -554,6 +554,8 @@ def named(text: str, files: Iterable[str]) -> tuple[str, ...]:
 # The data share. The frame helper's `handoff.data_share` (a parser of the frame it renders)
 # is used when it exists; until then eval parses the renderer of today (handoff.render_plan).
 
+DATA = " (data)"  # the suffix of a part that is recorded data
+EVIDENCE, PRIOR_REQUEST = "evidence" + DATA, "prior request" + DATA  # today's frame's data parts
 _EV_OPEN = re.compile(r"^ *EVIDENCE (\S+) \(verbatim[^)]*\)$")
 _OWNER = re.compile(r"^WORK GRAPH \S+ ")
 
@@ -572,7 +574,7 @@ def frame_parts(text: str) -> dict[str, int]:
     parts: dict[str, int] = {}
     for kind, body in parse(text):
         if kind != getattr(handoff, "FRAME", "frame"):
-            parts[kind + " (data)"] = parts.get(kind + " (data)", 0) + len(body)
+            parts[kind + DATA] = parts.get(kind + DATA, 0) + len(body)
     parts["frame"] = len(text) - sum(parts.values())
     return parts
 
@@ -584,8 +586,8 @@ def _parts_of_today(text: str) -> dict[str, int]:
     recorded Work of each shown item, less its indent) are recorded data; every other
     part is frame.
     """
-    parts = dict.fromkeys(("instructions", "current request", "work graph tree", "item frame", "prior request",
-                           "evidence", "not shown list", "open work"), 0)
+    parts = dict.fromkeys(("instructions", "current request", "work graph tree", "item frame", PRIOR_REQUEST,
+                           EVIDENCE, "not shown list", "open work"), 0)
     lines = text.splitlines(keepends=True)
     state, end = "instructions", None
     for line in lines:
@@ -595,11 +597,11 @@ def _parts_of_today(text: str) -> dict[str, int]:
                 parts["item frame"] += len(line)
                 state = "item"
             else:
-                parts["evidence"] += len(line)
+                parts[EVIDENCE] += len(line)
             continue
         if state == "prior request":
             if bare.startswith("  ") and bare not in ("  COVERED WORK", "  PRIOR WORK"):
-                parts["prior request"] += len(line) - 2
+                parts[PRIOR_REQUEST] += len(line) - 2
                 parts["item frame"] += 2
                 continue
             state = "item"
@@ -629,9 +631,13 @@ def _parts_of_today(text: str) -> dict[str, int]:
     return parts
 
 
+def data_chars(parts: dict[str, int]) -> int:
+    """The characters of recorded data among a handoff's parts (frame_parts)."""
+    return sum(v for k, v in parts.items() if k.endswith(DATA))
+
+
 def _parsed_share(text: str) -> float:
-    parts = _parts_of_today(text)
-    return (parts["evidence"] + parts["prior request"]) / len(text) if text else 0.0
+    return data_chars(_parts_of_today(text)) / len(text) if text else 0.0
 
 
 def data_share(text: str) -> float:
@@ -930,7 +936,7 @@ def _handoff_diagnosis(run: HandoffRun) -> list[str]:
     whole = sum(totals.values())
     out += ["| part | characters | share |", "| --- | ---: | ---: |"]
     for k, v in sorted(totals.items(), key=lambda kv: -kv[1]):
-        out.append("| %s%s | %d | %s |" % (k, " (data)" if k in ("evidence", "prior request") else "", v, _f(v / whole if whole else 0.0)))
+        out.append("| %s | %d | %s |" % (k, v, _f(v / whole if whole else 0.0)))
     rel = run.related
     cells = {
         "linked run ranked (top_k)": sum(h.linked_rank is not None for h in rel),
