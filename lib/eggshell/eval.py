@@ -824,6 +824,7 @@ class HandoffRun:
     embed_s: float = 0.0
     ask_s: float = 0.0
     mode: str = "hybrid"
+    settings: str = ""  # the config the prompt path ran with
     share_by: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -842,7 +843,9 @@ def run_handoff(swe_path: str, locomo_path: str, cache: str, root: str, *, mode:
     by_id = {str(r.get("id")): r for r in records}
     isolate = {rid for q in related for rid in q.drop}
     chat = NewChat(root, cache, mode, model, log=lambda m: print("%s: handoff: %s" % (PROG, m), file=sys.stderr, flush=True))
-    out = HandoffRun([], [], mode=mode, share_by=data_share_source())
+    c = chat.cfg
+    out = HandoffRun([], [], mode=mode, share_by=data_share_source(), settings="mode %s, top_k %d, min_coverage %g, handoff_chars %d" % (
+        c.mode, c.top_k, c.min_coverage, c.selection().handoff_chars))
     try:
         t0 = time.perf_counter()
         prog = Progress("handoff")
@@ -997,7 +1000,9 @@ def report(runs: list[Run], modes: Sequence[str], threshold: float, sweep: Seque
         out += ["| write %d runs as turns (%d stores) | %.1f |" % (handoff.stored, handoff.stores, handoff.write_s),
                 "| embed the stored turns (cached windows skipped) | %.1f |" % handoff.embed_s,
                 "| %d questions through the prompt hook | %.1f |" % (len(handoff.related) + len(handoff.unrelated), handoff.ask_s)]
-        out += ["", "- ranking: %s (the product's settings, as the warm manager answers); data share by %s" % (handoff.mode, handoff.share_by)]
+        how = "as the warm manager answers" if handoff.mode != "lexical" else "lexical: as a hook with no manager answers"
+        out += ["", "- prompt path: hooks.codex.answer with the product's defaults (%s; %s); data share by %s" % (
+            handoff.settings, how, handoff.share_by)]
         out += ["- %s" % n for n in handoff.notes[:10]]
     return "\n".join(out) + "\n"
 
