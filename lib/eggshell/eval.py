@@ -1,6 +1,6 @@
-"""Retrieval quality on public sets: Recall@5, Recall@10 and MRR for each ranking mode, and the handoff.
+"""Retrieval quality on public sets (Recall@5, Recall@10, MRR per ranking mode), and what a new chat is handed.
 
-    python -m eggshell.eval [DATA] [--sets locomo-session,locomo-turn,swe]
+    python -m eggshell.eval [DATA] [--sets locomo-session,locomo-turn,swe,handoff]
                             [--modes lexical,semantic,hybrid] [--text full] [--threshold T]
                             [--limit N] [--cache DIR]
 
