@@ -480,7 +480,7 @@ def _memoize_terms() -> Callable[[], None]:
 
 UNRELATED_PER_CONVERSATION = 4  # LoCoMo questions per conversation: 40 from the 10
 HANDOFF_TARGETS = {"gold": 0.60, "data": 0.60, "unrelated": 0.10}
-EVAL_CONFIG = """# written by eggshell.eval: the product's settings, the stores the measure wrote
+EVAL_CONFIG = """# written by eggshell.eval: the product's defaults but for the ranking mode
 mode = "%s"
 """
 
@@ -680,7 +680,7 @@ class NewChat:
         prefix = os.path.join(root, "prefix")
         self.paths = Paths(prefix, data_root, os.path.join(prefix, "config.toml"), os.path.join(root, "codex"), os.path.join(prefix, "bin"))
         self.notes: list[str] = []
-        self.log = log or self.notes.append
+        self.log = log or (lambda m: None)
         self.res = Resources(data_root, self.paths.bin_dir, warm=True, log=self._note)
         self.cfg = load(self.paths, self.project, env={"EGGSHELL_CONFIG": self.config_file})
         self.main = os.path.join(self.project, ".eggs", "work.egg")
