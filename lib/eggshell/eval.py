@@ -947,7 +947,8 @@ def _handoff_diagnosis(run: HandoffRun) -> list[str]:
         "linked run only listed as not shown (over the budget)": sum(h.linked == "listed" for h in rel),
         "ceiling met, handoff names no gold file": sum(bool(h.ceiling) and not h.named for h in rel),
         "... of them: the linked run not ranked": sum(bool(h.ceiling) and not h.named and h.linked_rank is None for h in rel),
-        "... of them: ranked, but none of its evidence shown": sum(bool(h.ceiling) and not h.named and h.linked_rank is not None and h.linked != "shown" for h in rel),
+        "... of them: ranked, but only listed as over the budget": sum(bool(h.ceiling) and not h.named and h.linked_rank is not None and h.linked == "listed" for h in rel),
+        "... of them: ranked, but not in the handoff at all": sum(bool(h.ceiling) and not h.named and h.linked_rank is not None and h.linked == "absent" for h in rel),
         "... of them: its evidence shown, not the part naming a gold file": sum(bool(h.ceiling) and not h.named and h.linked == "shown" for h in rel),
         "handoff names a gold file the linked run does not": sum(bool(set(h.named) - set(h.ceiling)) for h in rel),
     }
