@@ -1,6 +1,6 @@
-"""Retrieval quality on public sets: Recall@5, Recall@10 and MRR for each ranking mode.
+"""Retrieval quality on public sets (Recall@5, Recall@10, MRR per ranking mode), and what a new chat is handed.
 
-    python -m eggshell.eval [DATA] [--sets locomo-session,locomo-turn,swe]
+    python -m eggshell.eval [DATA] [--sets locomo-session,locomo-turn,swe,handoff]
                             [--modes lexical,semantic,hybrid] [--text full] [--threshold T]
                             [--limit N] [--cache DIR]
 
@@ -18,6 +18,11 @@ Sets:
   locomo-turn     the same questions over the conversation's dialog turns
   swe             swe-msa-verified queries over all 500 recorded runs; `related` is the
                   test, the `crossagent` sets are sanity checks
+  handoff         what a new chat is given: the 500 runs written as turns into a project's
+                  store by the product's writer, each `related` query (and 40 LoCoMo
+                  questions, unrelated) answered by the prompt hook's own code; reports the
+                  share naming a gold file of the later fix, size, data share, and how many
+                  unrelated questions get a handoff (--limit N: the first N of each)
 
 Metrics: Recall@k is the share of a query's relevant candidates in the top k, averaged
 over queries; MRR is the mean of 1/rank of the first relevant candidate within the top 10
@@ -47,7 +52,7 @@ from .records import OUTPUT_CAP, RECORD_CAP, ToolView, TurnView, command_of, sea
 from .turns import normalize_output, work_text
 
 PROG = "eggshell.eval"
-SETS = ("locomo-session", "locomo-turn", "swe")
+SETS = ("locomo-session", "locomo-turn", "swe", "handoff")
 MODES = index_mod.MODES
 TOP_K = 10
 MRR_CUTOFF = 10
@@ -232,12 +237,15 @@ def load_locomo(path: str, text: str = DEFAULT_LOCOMO_TEXT) -> tuple[Task, Task]
     return sess_task, turn_task
 
 
+def swe_calls(rec: dict) -> list[dict]:
+    """A swe record's tool calls as a turn record's `tools` (turns.py): name, id, input, output."""
+    return [{"name": t.get("name") or "Bash", "id": str(n), "input": t.get("input"), "output": t.get("output")}
+            for n, t in enumerate(rec.get("tools") or [])]
+
+
 def swe_view(rec: dict) -> TurnView:
     """A swe record as the TurnView the product would read back for it."""
-    tools = []
-    for n, t in enumerate(rec.get("tools") or []):
-        name = t.get("name") or "Bash"
-        tools.append(ToolView(work_text(name, t.get("input")), normalize_output(t.get("output")), "", str(n)))
+    tools = [ToolView(work_text(t["name"], t["input"]), normalize_output(t["output"]), "", t["id"]) for t in swe_calls(rec)]
     rid = str(rec.get("id", ""))
     return TurnView(rid, rid, "1", "", rec.get("prompt") or "", rec.get("answer") or None, tuple(tools), "", "")
 
@@ -281,8 +289,8 @@ def swe_text(view: TurnView, text: str) -> str:
     return "\n".join(p for p in parts if p)[:RECORD_CAP]
 
 
-def load_swe(path: str, text: str = DEFAULT_SWE_TEXT) -> Task:
-    """One pool of every record; a query's same_issue records are dropped from its ranking."""
+def read_swe(path: str) -> tuple[list[dict], list[dict]]:
+    """(records, queries) of a swe-msa-verified file, in file order."""
     records: list[dict] = []
     queries: list[dict] = []
     with open(path, encoding="utf-8") as f:
@@ -295,6 +303,12 @@ def load_swe(path: str, text: str = DEFAULT_SWE_TEXT) -> Task:
                 records.append(o)
             elif kind == "query":
                 queries.append(o)
+    return records, queries
+
+
+def load_swe(path: str, text: str = DEFAULT_SWE_TEXT) -> Task:
+    """One pool of every record; a query's same_issue records are dropped from its ranking."""
+    records, queries = read_swe(path)
     where = {str(r.get("id")): i for i, r in enumerate(records)}
     task = Task("swe", text, [[swe_text(swe_view(r), text) for r in records]], [])
     for q in queries:
@@ -456,6 +470,505 @@ def _memoize_terms() -> Callable[[], None]:
     return restore
 
 
+# -- the handoff a new chat gets (issue 11, section 5) -----------------------------------
+#
+# Retrieval recall says whether the right prior run is ranked; this says what a new chat
+# is actually given. The 500 runs are written as turns by the product's writer
+# (save.save_turn) into a project's store, and each query is answered by the prompt hook's
+# own code (hooks.codex.answer, UserPromptSubmit, as the warm manager runs it: retrieval,
+# the reuse engine and the renderer) in a chat that has been given nothing yet.
+
+UNRELATED_PER_CONVERSATION = 4  # LoCoMo questions per conversation: 40 from the 10
+HANDOFF_TARGETS = {"gold": 0.60, "data": 0.60, "unrelated": 0.10}
+EVAL_CONFIG = """# written by eggshell.eval: the product's defaults but for the ranking mode
+mode = "%s"
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One prompt a new chat sends: a later swe task's issue (related) or a LoCoMo question (unrelated)."""
+
+    id: str
+    text: str
+    kind: str  # "related" | "unrelated"
+    gold: tuple[str, ...] = ()  # files the later task's real fix changes
+    linked: str | None = None  # the record id of the officially linked prior run
+    drop: frozenset[str] = frozenset()  # same_issue records: not in the stores this question reads
+
+
+def related_questions(queries: list[dict], records: list[dict]) -> list[Question]:
+    """The swe `related` queries whose linked run is stored, in file order."""
+    ids = {str(r.get("id")) for r in records}
+    out = []
+    for q in queries:
+        rel = [r for r in q.get("relevant") or [] if r in ids]
+        if q.get("set") != "related" or not rel or not isinstance(q.get("text"), str):
+            continue
+        drop = frozenset(r for r in q.get("same_issue") or [] if r in ids) - set(rel)
+        out.append(Question(str(q.get("id")), q["text"], "related", tuple(q.get("gold_files") or ()), rel[0], drop))
+    return out
+
+
+def unrelated_questions(path: str, per_conversation: int = UNRELATED_PER_CONVERSATION) -> list[Question]:
+    """LoCoMo questions spread evenly over each conversation: nothing in a code store answers them."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    out = []
+    for ci, conv in enumerate(data):
+        qa = [x for x in conv.get("qa", []) if isinstance(x.get("question"), str) and x["question"].strip()]
+        for j in range(min(per_conversation, len(qa))):
+            n = j * len(qa) // per_conversation
+            out.append(Question("%s#%d" % (conv.get("sample_id", ci), n), qa[n]["question"], "unrelated"))
+    return out
+
+
+def swe_turn(rec: dict, cwd: str) -> dict:
+    """A swe run as the turn record the hooks journal (egg-save's input): one chat per run."""
+    rid = str(rec.get("id", ""))
+    return {"session": rid, "turn": "1", "cwd": cwd, "prompt": rec.get("prompt") or "", "tools": swe_calls(rec),
+            "answer": rec.get("answer") or None}
+
+
+def record_text(rec: dict) -> str:
+    """Everything a run recorded (request, commands, outputs, answer): what it could hand on at best."""
+    parts = [rec.get("prompt") or ""]
+    for t in rec.get("tools") or []:
+        parts += [json.dumps(t.get("input"), ensure_ascii=False), str(t.get("output") or "")]
+    parts.append(rec.get("answer") or "")
+    return "\n".join(parts)
+
+
+def names_file(text: str, path: str) -> bool:
+    """Whether the text names this repository path: whole, possibly under a prefix (`/testbed/`, `a/`, `./`).
+
+    A bare base name (`card.py`) does not count: `__init__.py` would name half the gold sets.
+    """
+    return re.search(r"(?<![\w.-])%s(?![\w/-]|\.\w)" % re.escape(path.lstrip("./")), text) is not None
+
+
+def named(text: str, files: Iterable[str]) -> tuple[str, ...]:
+    return tuple(f for f in files if names_file(text, f))
+
+
+# The data share. The frame helper's `handoff.data_share` (a parser of the frame it renders)
+# is used when it exists; until then eval parses the renderer of today (handoff.render_plan).
+
+DATA = " (data)"  # the suffix of a part that is recorded data
+EVIDENCE, PRIOR_REQUEST = "evidence" + DATA, "prior request" + DATA  # today's frame's data parts
+_EV_OPEN = re.compile(r"^ *EVIDENCE (\S+) \(verbatim[^)]*\)$")
+_OWNER = re.compile(r"^WORK GRAPH \S+ ")
+
+
+def frame_parts(text: str) -> dict[str, int]:
+    """Characters of a handoff by part; they add up to len(text).
+
+    With the frame helper's `handoff.parse`: each data kind, and `frame` for the rest.
+    Else today's frame, parsed here (`_parts_of_today`).
+    """
+    from . import handoff
+
+    parse = getattr(handoff, "parse", None)
+    if parse is None:
+        return _parts_of_today(text)
+    parts: dict[str, int] = {}
+    for kind, body in parse(text):
+        if kind != getattr(handoff, "FRAME", "frame"):
+            parts[kind + DATA] = parts.get(kind + DATA, 0) + len(body)
+    parts["frame"] = len(text) - sum(parts.values())
+    return parts
+
+
+def _parts_of_today(text: str) -> dict[str, int]:
+    """Characters of a handoff of today's renderer by part; they add up to len(text).
+
+    `evidence` (the recorded outputs and answers, verbatim) and `prior request` (the
+    recorded Work of each shown item, less its indent) are recorded data; every other
+    part is frame.
+    """
+    parts = dict.fromkeys(("instructions", "current request", "work graph tree", "item frame", PRIOR_REQUEST,
+                           EVIDENCE, "not shown list", "open work"), 0)
+    lines = text.splitlines(keepends=True)
+    state, end = "instructions", None
+    for line in lines:
+        bare = line.rstrip("\n")
+        if state == "evidence":
+            if bare == end:
+                parts["item frame"] += len(line)
+                state = "item"
+            else:
+                parts[EVIDENCE] += len(line)
+            continue
+        if state == "prior request":
+            if bare.startswith("  ") and bare not in ("  COVERED WORK", "  PRIOR WORK"):
+                parts[PRIOR_REQUEST] += len(line) - 2
+                parts["item frame"] += 2
+                continue
+            state = "item"
+        m = _EV_OPEN.match(bare)
+        if m and state in ("item", "instructions"):
+            parts["item frame"] += len(line)
+            state, end = "evidence", "END EVIDENCE %s" % m.group(1)
+            continue
+        if bare == "CURRENT REQUEST":
+            state = "current request"
+        elif bare == "SELECTED WORK GRAPH":
+            state = "work graph tree"
+        elif _OWNER.match(bare):
+            state = "item"
+        elif bare.startswith("NOT SHOWN ("):
+            state = "not shown list"
+        elif bare == "OPEN WORK":
+            state = "open work"
+        parts[state if state != "item" else "item frame"] += len(line)
+        if state == "item" and bare == "  WORK":
+            state = "prior request"
+        elif bare in ("END CURRENT REQUEST", "END SELECTED WORK GRAPH", "END WORK GRAPH", "END NOT SHOWN"):
+            state = "between"
+            parts.setdefault("between", 0)
+    if "between" in parts:
+        parts["item frame"] += parts.pop("between")
+    return parts
+
+
+def data_chars(parts: dict[str, int]) -> int:
+    """The characters of recorded data among a handoff's parts (frame_parts)."""
+    return sum(v for k, v in parts.items() if k.endswith(DATA))
+
+
+def _parsed_share(text: str) -> float:
+    return data_chars(_parts_of_today(text)) / len(text) if text else 0.0
+
+
+def data_share(text: str) -> float:
+    """Share of a handoff's characters that are recorded data (prior outputs, answers, requests), not frame."""
+    from . import handoff
+
+    theirs = getattr(handoff, "data_share", None)
+    return theirs(text) if theirs is not None else _parsed_share(text)
+
+
+def data_share_source() -> str:
+    from . import handoff
+
+    return "handoff.data_share" if hasattr(handoff, "data_share") else "eval.frame_parts (a parser of today's frame)"
+
+
+class NewChat:
+    """A project whose stores hold the runs, and the prompt hook of a new chat in it.
+
+    Runs named in `isolate` get a store each, so a question can leave them out of what it
+    reads (its same_issue records) while every other question reads them all. The data root
+    is private to the measure; its vector cache is `cache`, shared with the retrieval sets.
+    """
+
+    def __init__(self, root: str, cache: str, mode: str = "hybrid", model: str | None = None,
+                 log: Callable[[str], None] | None = None):
+        from .config import load
+        from .paths import Paths, private_dir
+        from .warm import Resources
+
+        self.root, self.cache, self.mode, self.model = root, cache, mode, model
+        self.project = private_dir(os.path.join(root, "project"))
+        self.config_file = os.path.join(self.project, ".eggshell.toml")
+        with open(self.config_file, "w", encoding="utf-8") as f:
+            f.write(EVAL_CONFIG % mode + ('model = "%s"\n' % model if model else ""))
+        data_root = private_dir(os.path.join(root, "data"))
+        private_dir(os.path.join(data_root, "semantic"))
+        private_dir(cache)
+        os.symlink(os.path.abspath(cache), os.path.join(data_root, "semantic", "vectors"))
+        prefix = os.path.join(root, "prefix")
+        self.paths = Paths(prefix, data_root, os.path.join(prefix, "config.toml"), os.path.join(root, "codex"), os.path.join(prefix, "bin"))
+        self.notes: list[str] = []
+        self.log = log or (lambda m: None)
+        self.res = Resources(data_root, self.paths.bin_dir, warm=True, log=self._note)
+        self.cfg = load(self.paths, self.project, env={"EGGSHELL_CONFIG": self.config_file})
+        self.main = os.path.join(self.project, ".eggs", "work.egg")
+        self.alone: dict[str, str] = {}  # record id -> its own store
+        self.views: dict[str, TurnView] = {}  # record id (the run's session) -> its stored turn
+        self.asked = 0
+
+    def _note(self, msg: str) -> None:
+        self.notes.append(msg)
+        self.log(msg)
+
+    def write(self, records: list[dict], isolate: Iterable[str] = (), progress: Callable[[int, int], None] | None = None) -> None:
+        """Save every run as a turn with the product's writer; `isolate`d runs each into its own store."""
+        from .paths import private_dir
+        from .records import turn_views
+        from .save import save_turn
+        from .store import Store
+        from .turns import TurnError
+
+        private_dir(os.path.dirname(self.main))
+        isolate = set(isolate)
+        stores = {self.main: Store.open(self.main)}
+        for n, rec in enumerate(records):
+            rid = str(rec.get("id", ""))
+            path = self.main
+            if rid in isolate:
+                path = self.alone[rid] = os.path.join(self.project, ".eggs", "run-%d.egg" % n)
+                stores[path] = Store.open(path)
+            try:
+                save_turn(stores[path], swe_turn(rec, self.project), self.project)
+            except TurnError as e:
+                self._note("run %s not stored: %s" % (rid, e))
+            if progress:
+                progress(n + 1, len(records))
+        for st in stores.values():
+            st.refresh()
+            self.views.update((v.session, v) for v in turn_views(st.graph))
+
+    def embed(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed every stored turn's searchable text into the cache (what `egg index` does ahead of prompts)."""
+        if self.mode == "lexical":
+            return 0
+        items = [{"id": v.id, "text": searchable_text(v)} for v in self.views.values()]
+        p = Provider(Settings(mode="semantic", top_k=TOP_K, anchor_k=0, model=self.model, cache_dir=self.cache), self.paths.data_root, self._note)
+        if p.index(items, progress) != len(items):
+            raise RuntimeError("embedding the stored turns failed: %s" % "; ".join(self.notes[-3:]))
+        return len(items)
+
+    def reads(self, drop: Iterable[str] = ()) -> tuple[str, ...]:
+        drop = set(drop)
+        return (self.main, *(p for rid, p in self.alone.items() if rid not in drop))
+
+    def ask(self, text: str, drop: Iterable[str] = ()) -> tuple[str, list]:
+        """(the handoff, the fused hits) the prompt hook gives a new chat sending `text`."""
+        from .config import Selection
+        from .hooks import codex
+
+        read = self.reads(drop)
+        self.asked += 1
+        session, turn = "eval-new-chat-%d" % self.asked, "1"
+        sel = Selection("work", True, read, read[0], self.cfg.selection().handoff_chars, self.cfg.local_union)
+        st = codex.Step("UserPromptSubmit", session, turn, self.project, sel.to_json(), self.config_file, True)
+        payload = {"hook_event_name": "UserPromptSubmit", "session_id": session, "turn_id": turn, "cwd": self.project, "prompt": text}
+        reply = codex.answer(payload, st, self.paths, self.res, None, "codex")
+        handed = (reply.get("hookSpecificOutput") or {}).get("additionalContext") or ""
+        hits = self.res.searcher(self.cfg, read).search(codex.inquiry_of(text), self.cfg.top_k, self.cfg.min_coverage)
+        return handed, hits
+
+    def last_trace(self) -> dict:
+        """The search trace of the last question (the Searcher's own sidecar): its raw BM25 and cosine lists."""
+        path = os.path.join(self.paths.data_root, "semantic", "matcher-trace.jsonl")
+        try:
+            with open(path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - (4 << 20)))
+                last = f.read().rstrip(b"\n").rpartition(b"\n")[2]
+            return json.loads(last)
+        except (OSError, ValueError):
+            return {}
+
+    def keys_of(self, rid: str) -> frozenset[str]:
+        """The display keys a handoff can name a run's turn or tool calls by."""
+        from .identity import display_key
+
+        v = self.views.get(rid)
+        return frozenset() if v is None else frozenset(display_key(x) for x in (v.id, *(t.id for t in v.tools)))
+
+    def close(self) -> None:
+        self.res.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Handed:
+    """What one question got."""
+
+    question: Question
+    text: str  # the handoff ("" when none)
+    top: float | None  # fused score of the first hit (None: no hit)
+    hits: int
+    named: tuple[str, ...]  # gold files the handoff names
+    ceiling: tuple[str, ...]  # gold files the linked run itself names anywhere
+    linked_rank: int | None  # the linked run's rank among the hits
+    linked: str  # "shown": its evidence is in the handoff; "listed": only named as not shown; "absent"
+    share: float | None  # data share (None: no handoff)
+    parts: dict[str, int] = field(default_factory=dict)
+    cosine: float | None = None  # best raw cosine at or above the threshold (None: none)
+    bm25: float | None = None  # best raw BM25 of a turn covering enough of the question (None: none)
+
+
+_NOT_SHOWN = re.compile(r"^(?:NOT SHOWN \(|Not shown, over the size budget)", re.M)  # today's frame, the frame helper's
+
+
+def _linked_state(text: str, keys: frozenset[str]) -> str:
+    """Whether a run's work is in the handoff ("shown"), only in its over-budget list ("listed"), or not at all."""
+    m = _NOT_SHOWN.search(text)
+    shown, listed = (text[: m.start()], text[m.start():]) if m else (text, "")
+    if any(k in shown for k in keys):
+        return "shown"
+    return "listed" if any(k in listed for k in keys) else "absent"
+
+
+def judge(chat: NewChat, q: Question, records: dict[str, dict]) -> Handed:
+    text, hits = chat.ask(q.text, q.drop)
+    trace = chat.last_trace()
+    best = lambda key: max((v for _, v in trace.get(key) or []), default=None)  # noqa: E731
+    rank = next((h.rank for h in hits if h.session == q.linked), None) if q.linked else None
+    ceiling = named(record_text(records[q.linked]), q.gold) if q.linked in records else ()
+    return Handed(q, text, hits[0].score if hits else None, len(hits), named(text, q.gold), ceiling, rank,
+                  _linked_state(text, chat.keys_of(q.linked)) if q.linked else "", data_share(text) if text else None,
+                  frame_parts(text) if text else {}, best("semantic"), best("lexical"))
+
+
+@dataclass
+class HandoffRun:
+    related: list[Handed]
+    unrelated: list[Handed]
+    stored: int = 0
+    stores: int = 0
+    write_s: float = 0.0
+    embed_s: float = 0.0
+    ask_s: float = 0.0
+    mode: str = "hybrid"
+    settings: str = ""  # the config the prompt path ran with
+    share_by: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def run_handoff(swe_path: str, locomo_path: str, cache: str, root: str, *, mode: str = "hybrid", model: str | None = None,
+                limit: int | None = None, dump: IO[str] | None = None) -> HandoffRun:
+    """Write the 500 runs into a new project and ask its prompt hook every related and unrelated question.
+
+    `dump`: one JSON line per question (what it got, its scores), for choosing a score floor.
+    """
+    records, queries = read_swe(swe_path)
+    related = related_questions(queries, records)
+    unrelated = unrelated_questions(locomo_path)
+    if limit:
+        related, unrelated = related[:limit], unrelated[:limit]
+    by_id = {str(r.get("id")): r for r in records}
+    isolate = {rid for q in related for rid in q.drop}
+    chat = NewChat(root, cache, mode, model, log=lambda m: print("%s: handoff: %s" % (PROG, m), file=sys.stderr, flush=True))
+    c = chat.cfg
+    out = HandoffRun([], [], mode=mode, share_by=data_share_source(), settings="mode %s, top_k %d, min_coverage %g, handoff_chars %d" % (
+        c.mode, c.top_k, c.min_coverage, c.selection().handoff_chars))
+    try:
+        t0 = time.perf_counter()
+        prog = Progress("handoff")
+        chat.write(records, isolate, lambda done, total: prog(done, total, "runs written as turns"))
+        out.write_s, out.stored, out.stores = time.perf_counter() - t0, len(chat.views), 1 + len(chat.alone)
+        t0 = time.perf_counter()
+        chat.embed(lambda done, total: prog(done, total, "new windows embedded"))
+        out.embed_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        qs = related + unrelated
+        for n, q in enumerate(qs):
+            h = judge(chat, q, by_id)
+            (out.related if q.kind == "related" else out.unrelated).append(h)
+            if dump is not None:
+                dump.write(json.dumps({"set": "handoff", "id": q.id, "kind": q.kind, "chars": len(h.text), "hits": h.hits, "top": h.top,
+                                       "cosine": h.cosine, "bm25": h.bm25, "named": h.named, "ceiling": h.ceiling, "gold": q.gold,
+                                       "linked_rank": h.linked_rank, "linked": h.linked, "share": h.share, "parts": h.parts}) + "\n")
+            prog(n + 1, len(qs), "questions")
+        out.ask_s = time.perf_counter() - t0
+    finally:
+        chat.close()
+    out.notes = list(dict.fromkeys(chat.notes))
+    return out
+
+
+def _share(xs: Iterable[bool]) -> float:
+    xs = list(xs)
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def _median(xs: Sequence[float]) -> float:
+    import statistics
+
+    return statistics.median(xs) if xs else 0.0
+
+
+def _quantiles(xs: Sequence[float]) -> str:
+    if not xs:
+        return "-"
+    s = sorted(xs)
+    at = lambda p: s[min(len(s) - 1, int(p * (len(s) - 1) + 0.5))]  # noqa: E731
+    return " / ".join("%.3f" % at(p) for p in (0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0))
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffScore:
+    related: int
+    gold: float  # share of related questions whose handoff names a gold file
+    ceiling: float  # share whose linked run names one
+    handed: float  # share of related questions given any handoff
+    median_chars: float  # over handoffs given
+    share_mean: float
+    share_median: float
+    unrelated: int
+    unrelated_handed: float
+
+
+def handoff_score(run: HandoffRun) -> HandoffScore:
+    given = [h for h in run.related if h.text]
+    shares = [h.share for h in given if h.share is not None]
+    return HandoffScore(len(run.related), _share(bool(h.named) for h in run.related), _share(bool(h.ceiling) for h in run.related),
+                        _share(bool(h.text) for h in run.related), _median([len(h.text) for h in given]),
+                        sum(shares) / len(shares) if shares else 0.0, _median(shares), len(run.unrelated),
+                        _share(bool(h.text) for h in run.unrelated))
+
+
+def handoff_report(run: HandoffRun) -> list[str]:
+    s = handoff_score(run)
+    t = HANDOFF_TARGETS
+    met = lambda ok: "met" if ok else "missed"  # noqa: E731
+    out = ["", "## Handoffs a new chat gets (swe `related`, %d questions; %d unrelated LoCoMo questions)" % (s.related, s.unrelated), ""]
+    out += ["| measure | result | target | status |", "| --- | ---: | ---: | --- |"]
+    out.append("| handoff names a gold file | %s | ≥ %.2f | %s |" % (_f(s.gold), t["gold"], met(s.gold >= t["gold"])))
+    out.append("| ceiling: the linked prior run names one | %s | | |" % _f(s.ceiling))
+    out.append("| no memory | 0.000 | | |")
+    out.append("| related questions given a handoff | %s | | |" % _f(s.handed))
+    out.append("| median handoff size (characters) | %.0f | | |" % s.median_chars)
+    out.append("| recorded data share, mean over handoffs (median) | %s (%s) | ≥ %.2f | %s |" % (
+        _f(s.share_mean), _f(s.share_median), t["data"], met(s.share_mean >= t["data"])))
+    out.append("| unrelated questions given a handoff | %s | ≤ %.2f | %s |" % (_f(s.unrelated_handed), t["unrelated"], met(s.unrelated_handed <= t["unrelated"])))
+    out += _handoff_diagnosis(run)
+    return out
+
+
+def _handoff_diagnosis(run: HandoffRun) -> list[str]:
+    out = ["", "### Where the characters go (by part, summed over the related handoffs)", ""]
+    totals: dict[str, int] = {}
+    for h in run.related:
+        for k, v in h.parts.items():
+            totals[k] = totals.get(k, 0) + v
+    whole = sum(totals.values())
+    out += ["| part | characters | share |", "| --- | ---: | ---: |"]
+    for k, v in sorted(totals.items(), key=lambda kv: -kv[1]):
+        out.append("| %s | %d | %s |" % (k, v, _f(v / whole if whole else 0.0)))
+    rel = run.related
+    cells = {
+        "linked run ranked (top_k)": sum(h.linked_rank is not None for h in rel),
+        "linked run's evidence shown": sum(h.linked == "shown" for h in rel),
+        "linked run only listed as not shown (over the budget)": sum(h.linked == "listed" for h in rel),
+        "ceiling met, handoff names no gold file": sum(bool(h.ceiling) and not h.named for h in rel),
+        "... of them: the linked run not ranked": sum(bool(h.ceiling) and not h.named and h.linked_rank is None for h in rel),
+        "... of them: ranked, but only listed as over the budget": sum(bool(h.ceiling) and not h.named and h.linked_rank is not None and h.linked == "listed" for h in rel),
+        "... of them: ranked, but not in the handoff at all": sum(bool(h.ceiling) and not h.named and h.linked_rank is not None and h.linked == "absent" for h in rel),
+        "... of them: its evidence shown, not the part naming a gold file": sum(bool(h.ceiling) and not h.named and h.linked == "shown" for h in rel),
+        "handoff names a gold file the linked run does not": sum(bool(set(h.named) - set(h.ceiling)) for h in rel),
+    }
+    out += ["", "### Why gold files are missed (related questions)", "", "| | questions |", "| --- | ---: |"]
+    out += ["| %s | %d |" % kv for kv in cells.items()]
+    out += ["", "### Handoffs and retrieval hits", ""]
+    out += ["| questions | given a handoff | ... with no retrieval hit |", "| --- | ---: | ---: |"]
+    for name, hs in (("related", run.related), ("unrelated", run.unrelated)):
+        out.append("| %s (%d) | %d | %d |" % (name, len(hs), sum(bool(h.text) for h in hs), sum(bool(h.text) and not h.hits for h in hs)))
+    out += ["", "### Scores of the first hit (min / p10 / p25 / median / p75 / p90 / max)", ""]
+    out += ["| questions | fused score the prompt path sees (n) | best raw cosine ≥ threshold (n) | best raw BM25 (n) |", "| --- | --- | --- | --- |"]
+    for name, hs in (("related", run.related), ("unrelated", run.unrelated)):
+        cols = []
+        for key in ("top", "cosine", "bm25"):
+            xs = [getattr(h, key) for h in hs if getattr(h, key) is not None]
+            cols.append("%s (%d)" % (_quantiles(xs), len(xs)))
+        out.append("| %s (%d) | %s |" % (name, len(hs), " | ".join(cols)))
+    return out
+
+
 # -- report ------------------------------------------------------------------------------
 
 
@@ -476,9 +989,27 @@ def _score(run: Run, key: tuple[str, float], pick: Callable[[Case], bool]) -> Sc
     return score([r for r, _ in rows], [rel for _, rel in rows])
 
 
-def report(runs: list[Run], modes: Sequence[str], threshold: float, sweep: Sequence[float], header: dict[str, str]) -> str:
+def report(runs: list[Run], modes: Sequence[str], threshold: float, sweep: Sequence[float], header: dict[str, str],
+           handoff: HandoffRun | None = None) -> str:
     out: list[str] = ["# Eggshell retrieval quality", ""]
     out += ["- %s: %s" % (k, v) for k, v in header.items()]
+    if runs:
+        out += _retrieval_report(runs, modes, threshold, sweep)
+    if handoff is not None:
+        out += handoff_report(handoff)
+        out += ["", "| handoff step | seconds |", "| --- | ---: |"]
+        out += ["| write %d runs as turns (%d stores) | %.1f |" % (handoff.stored, handoff.stores, handoff.write_s),
+                "| embed the stored turns (cached windows skipped) | %.1f |" % handoff.embed_s,
+                "| %d questions through the prompt hook | %.1f |" % (len(handoff.related) + len(handoff.unrelated), handoff.ask_s)]
+        how = "as the warm manager answers" if handoff.mode != "lexical" else "lexical: as a hook with no manager answers"
+        out += ["", "- prompt path: hooks.codex.answer with the product's defaults (%s; %s); data share by %s" % (
+            handoff.settings, how, handoff.share_by)]
+        out += ["- %s" % n for n in handoff.notes[:10]]
+    return "\n".join(out) + "\n"
+
+
+def _retrieval_report(runs: list[Run], modes: Sequence[str], threshold: float, sweep: Sequence[float]) -> list[str]:
+    out: list[str] = []
     out += ["", "## Recall and MRR (threshold %.2f)" % threshold, ""]
     out += ["| set | text | queries | mode | R@5 | R@10 | MRR |", "| --- | --- | ---: | --- | ---: | ---: | ---: |"]
     for run in runs:
@@ -528,7 +1059,7 @@ def report(runs: list[Run], modes: Sequence[str], threshold: float, sweep: Seque
                 run.task.name, run.task.text, run.checked - run.mismatches, run.checked))
     if notes:
         out += ["", "## Notes", ""] + ["- " + n for n in dict.fromkeys(notes)]
-    return "\n".join(out) + "\n"
+    return out
 
 
 # -- CLI ---------------------------------------------------------------------------------
@@ -588,7 +1119,8 @@ def main(argv: list[str]) -> int:
     data_root = from_env().data_root
     cache = a.cache or os.path.join(data_root, "semantic", "vectors")
     files = {"locomo": os.path.join(a.data, LOCOMO_FILE), "swe": os.path.join(a.data, SWE_FILE)}
-    need = {"locomo" if s.startswith("locomo") else "swe" for s in a.sets}
+    need = {"locomo" if s.startswith("locomo") else "swe" for s in a.sets if s != "handoff"}
+    need |= {"locomo", "swe"} if "handoff" in a.sets else set()
     missing = [files[k] for k in sorted(need) if not os.path.isfile(files[k])]
     if missing:
         print("%s: missing %s (DATA is %s; see its README.md)" % (PROG, ", ".join(missing), a.data), file=sys.stderr)
@@ -597,6 +1129,7 @@ def main(argv: list[str]) -> int:
     started = time.time()
     restore = _memoize_terms()
     runs: list[Run] = []
+    handed: HandoffRun | None = None
     dump = open(a.dump, "w", encoding="utf-8") if a.dump else None
     try:
         for text in a.locomo_text if need & {"locomo"} else []:
@@ -607,6 +1140,12 @@ def main(argv: list[str]) -> int:
         if "swe" in a.sets:
             for text in a.text:
                 runs.append(run_task(load_swe(files["swe"], text), a.modes, a.threshold, a.sweep, cache, data_root, a.limit, rule, a.anchor_k, a.k1, a.b, model=a.model, dump=dump))
+        if "handoff" in a.sets:
+            import tempfile
+
+            with tempfile.TemporaryDirectory(prefix="eggshell-eval-") as tmp:
+                handed = run_handoff(files["swe"], files["locomo"], cache, tmp, mode="hybrid" if uses_model else "lexical",
+                                     model=a.model, limit=a.limit, dump=dump)
     except (RuntimeError, OSError, ValueError) as e:
         print("%s: %s" % (PROG, e), file=sys.stderr)
         return 1
@@ -624,7 +1163,7 @@ def main(argv: list[str]) -> int:
         "cache": cache if uses_model else "unused",
         "wall time": "%.0f s" % (time.time() - started),
     }
-    sys.stdout.write(report(runs, a.modes, a.threshold, a.sweep if uses_model else (), header))
+    sys.stdout.write(report(runs, a.modes, a.threshold, a.sweep if uses_model else (), header, handed))
     return 0
 
 

@@ -250,3 +250,100 @@ def test_terms_are_memoized_and_stemmed_as_the_product_does(data):
     finally:
         restore()
     assert index.terms("adopted") == ["adopt"]
+
+
+# -- the handoff a new chat gets -----------------------------------------------------------------
+
+FEES_OUT = "billing/fees.py:3: late_fee = 0\n" + "".join("billing/fees.py:%d:     total += line.amount  # overdue\n" % i for i in range(4, 60))
+RUNS = [
+    {"kind": "record", "id": "msa:a-1", "prompt": "late_fee is wrong for overdue invoices",
+     "answer": "diff --git a/billing/fees.py b/billing/fees.py\n+late_fee = 5",
+     "tools": [{"name": "Bash", "input": {"command": "grep -rn late_fee billing/"}, "output": FEES_OUT}], "meta": {}},
+    {"kind": "record", "id": "msa:b-2", "prompt": "Bread recipe crashes the oven timer", "answer": "patch the oven timer",
+     "tools": [{"name": "Bash", "input": {"command": "cat oven.py"}, "output": "def timer(): pass"}], "meta": {}},
+    {"kind": "record", "id": "msa:d-4", "prompt": "sprocket torque overflows in the gearbox", "answer": "fixed gears/torque.py",
+     "tools": [{"name": "Bash", "input": {"command": "sed -n 1,40p gears/torque.py"}, "output": "def torque(sprocket): ..."}], "meta": {}},
+]
+FEES_Q = ev.Question("related:fees", "late fee on overdue invoices is computed wrongly", "related", ("billing/fees.py",), "msa:a-1")
+OVEN_Q = ev.Question("related:oven", "the oven timer crashes with a bread recipe", "related", ("kitchen/clock.py",), "msa:b-2")
+TORQUE_Q = ev.Question("related:torque", "the sprocket torque overflows in the gearbox", "related", ("gears/torque.py",), "msa:b-2")
+UNRELATED_Q = ev.Question("conv-x#0", "When did Caroline go to the LGBTQ support group?", "unrelated")
+
+
+@pytest.fixture
+def chat(tmp_path):
+    c = ev.NewChat(str(tmp_path / "m"), str(tmp_path / "cache"), "lexical")
+    c.write(RUNS, isolate={"msa:d-4"})
+    yield c
+    c.close()
+
+
+def test_a_handoff_counts_only_when_it_names_a_gold_file(chat):
+    by_id = {r["id"]: r for r in RUNS}
+    fees = ev.judge(chat, FEES_Q, by_id)
+    assert fees.text and fees.named == ("billing/fees.py",) and fees.ceiling == ("billing/fees.py",)
+    assert fees.linked == "shown" and fees.linked_rank == 1 and fees.hits >= 1
+    oven = ev.judge(chat, OVEN_Q, by_id)
+    assert oven.text and "oven" in oven.text  # a handoff, but not one that points at the fix
+    assert oven.named == () and oven.ceiling == ()
+    none = ev.judge(chat, UNRELATED_Q, by_id)
+    assert none.text == "" and none.share is None and none.top is None
+
+
+def test_a_questions_same_issue_runs_are_not_in_what_it_reads(chat):
+    by_id = {r["id"]: r for r in RUNS}
+    assert chat.reads() == (chat.main, chat.alone["msa:d-4"])
+    assert chat.reads({"msa:d-4"}) == (chat.main,)
+    seen = ev.judge(chat, TORQUE_Q, by_id)
+    assert seen.named == ("gears/torque.py",)
+    hidden = ev.judge(chat, ev.Question(TORQUE_Q.id, TORQUE_Q.text, "related", TORQUE_Q.gold, "msa:b-2", frozenset({"msa:d-4"})), by_id)
+    assert hidden.named == ()
+
+
+def test_names_file_needs_the_whole_repository_path():
+    p = "astropy/io/fits/card.py"
+    for text in ("see /testbed/astropy/io/fits/card.py:12", "--- a/astropy/io/fits/card.py", "open ./astropy/io/fits/card.py.", p):
+        assert ev.names_file(text, p), text
+    for text in ("card.py", "io/fits/card.py", "astropy/io/fits/card.pyc", "xastropy/io/fits/card.py", "astropy/io/fits/card.py/x"):
+        assert not ev.names_file(text, p), text
+    assert ev.named("a/b.py and c/d.py", ["c/d.py", "e.py", "a/b.py"]) == ("c/d.py", "a/b.py")
+
+
+def test_the_data_share_counts_recorded_data_not_frame(chat):
+    by_id = {r["id"]: r for r in RUNS}
+    fees, oven = ev.judge(chat, FEES_Q, by_id), ev.judge(chat, OVEN_Q, by_id)
+    for h in (fees, oven):
+        assert sum(h.parts.values()) == len(h.text)
+        assert 0 < h.share < 1
+    assert ev.data_chars(fees.parts) >= len(FEES_OUT) - 1  # the long grep output is data, whole (less its last line break)
+    assert fees.share > 0.5 > oven.share  # a long output outweighs the frame; a one-line one does not
+    assert ev.data_share(fees.text) == pytest.approx(fees.share)
+    assert ev._parsed_share("EGGSHELL PRIOR WORK\nno data at all\n") == 0.0
+
+
+def test_handoff_score_and_report_are_computed_from_the_answers():
+    def h(kind, text, named=(), ceiling=(), top=None, share=None):
+        return ev.Handed(ev.Question("q", "t", kind), text, top, 1 if top is not None else 0, named, ceiling, None, "absent", share)
+
+    run = ev.HandoffRun(
+        [h("related", "x" * 100, ("a.py",), ("a.py",), 0.9, 0.7), h("related", "x" * 300, (), ("b.py",), 0.8, 0.3), h("related", "")],
+        [h("unrelated", ""), h("unrelated", "y" * 50, top=0.5, share=0.1), h("unrelated", ""), h("unrelated", "")])
+    s = ev.handoff_score(run)
+    assert (s.related, s.unrelated) == (3, 4)
+    assert s.gold == pytest.approx(1 / 3) and s.ceiling == pytest.approx(2 / 3) and s.handed == pytest.approx(2 / 3)
+    assert s.median_chars == 200 and s.share_mean == pytest.approx(0.5) and s.unrelated_handed == 0.25
+    out = "\n".join(ev.handoff_report(run))
+    assert "| handoff names a gold file | 0.333 | ≥ 0.60 | missed |" in out
+    assert "| unrelated questions given a handoff | 0.250 | ≤ 0.10 | missed |" in out
+
+
+def test_main_measures_handoffs(data, capsys):
+    recs = [json.loads(line) for line in (data / ev.SWE_FILE).read_text().splitlines()]
+    recs = [r for r in recs if r["kind"] == "record"] + RUNS + [
+        {"kind": "query", "id": "related:fees", "set": "related", "text": FEES_Q.text, "relevant": ["msa:a-1"], "gold_files": ["billing/fees.py"]}]
+    (data / ev.SWE_FILE).write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    assert ev.main([str(data), "--sets", "handoff", "--modes", "lexical"]) == 0
+    out = capsys.readouterr().out
+    assert "## Recall and MRR" not in out
+    assert "| handoff names a gold file | 1.000 | ≥ 0.60 | met |" in out
+    assert "| ceiling: the linked prior run names one | 1.000 | | |" in out
