@@ -106,7 +106,9 @@ def _no_hook_failed(runs, data_root):
     for run in runs:
         assert " Failed" not in run.stderr, str(run)
     log = data_root / "logs" / "hook.log"
-    assert not log.exists() or not log.read_text().strip(), log.read_text()
+    # A store a git clone wrote 0644 is tightened at its next write, with a note: that is no failure.
+    lines = [x for x in (log.read_text().splitlines() if log.exists() else []) if "; set to 0600" not in x]
+    assert lines == [], lines
 
 
 def test_a_changed_file_is_read_again_and_an_unchanged_one_is_reused(prefix, tmp_path):  # noqa: F811
