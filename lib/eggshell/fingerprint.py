@@ -22,7 +22,8 @@ reads at most BYTES bytes and stats at most ENTRIES entries here, whatever it na
 The operands of a shell command are found without a shell: every word that is not an
 option is a possible input (a pattern that names no file is simply recorded absent, which
 only makes the check stricter), `cd` moves the base, unquoted globs stand for their
-directory, and `rg`/`ls`/`find`/... with no existing operand read the working directory.
+directory, and `rg`/`ls`/`find`/... with no existing operand read the working directory,
+unless they name their inputs past the pattern (`grep -rn foo src/` with no src/ reads nothing).
 
 On every PostToolUse hook's path: only `os`, `stat`, `struct`, `hashlib`; no `re`, `json`,
 `dataclasses` or `typing`.
@@ -230,6 +231,17 @@ def _shell_needs(toks: list, cwd: str, need: Need) -> None:
         group += 1
 
 
+def _pattern_words(prog: str, opts: set) -> float:
+    """How many leading operands are a pattern, not a path: a search's first, none for `ls`,
+    `find` and the rest. Past them, an operand names what is read, so the working directory
+    is not (`grep -rn foo src/` reads src/, or nothing if it is gone). With -e or -f the
+    patterns are option arguments this reader does not pair up: infinity, so only an existing
+    operand keeps the directory out (the stricter rule)."""
+    if any(o in ("-e", "-f", "--regexp", "--file") or o.startswith(("--regexp=", "--file=")) for o in opts):
+        return float("inf")
+    return 1 if prog in GREPS or prog in ("rg", "ag", "ack") else 0
+
+
 def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
     """Note one simple command's inputs; the cwd after it (`cd`)."""
     while words and words[0][0] is not None and "=" in words[0][0] and not words[0][0].startswith(("=", "-")):
@@ -263,6 +275,7 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
     if prog in SKIPS_BINARY and not opts & {"-a", "--text", "--binary", "-uuu", "--search-zip", "-z"}:
         mode += "b"
     redirect = None
+    operands = 0
     past = False  # after `--`, every word is an operand
     for text, f in rest:
         if text is None:
@@ -286,7 +299,10 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
         if was not in (None, "<"):
             continue  # `> out`, `2>/dev/null`: an output, not an input
         need.add(os.path.join(cwd, _literal_dir(text) if f & GLOB else text), mode, group)
-    if first:
+        operands += 1
+    if first and operands > _pattern_words(prog, opts):
+        pass  # it names what it reads: an operand that does not exist is read as absent, never the directory
+    elif first:
         if prog in READS_CWD or (prog in GREPS and any(o in ("-r", "-R", "--recursive") or (o[:2] != "--" and ("r" in o or "R" in o))
                                                        for o in opts)) or (prog == "git" and sub in GIT_CWD):
             need.defaults.append((group, cwd, mode))
