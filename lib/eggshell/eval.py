@@ -702,13 +702,18 @@ class NewChat:
 
         private_dir(os.path.dirname(self.main))
         isolate = set(isolate)
-        stores = {self.main: Store.open(self.main)}
+        def opened(path: str):
+            s = Store.open(path)
+            s.data_root = self.paths.data_root  # written here, as the user's hooks would: their own work (trust.py)
+            return s
+
+        stores = {self.main: opened(self.main)}
         for n, rec in enumerate(records):
             rid = str(rec.get("id", ""))
             path = self.main
             if rid in isolate:
                 path = self.alone[rid] = os.path.join(self.project, ".eggs", "run-%d.egg" % n)
-                stores[path] = Store.open(path)
+                stores[path] = opened(path)
             try:
                 save_turn(stores[path], swe_turn(rec, self.project), self.project)
             except TurnError as e:

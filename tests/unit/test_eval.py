@@ -315,8 +315,12 @@ def test_the_data_share_counts_recorded_data_not_frame(chat):
     for h in (fees, oven):
         assert sum(h.parts.values()) == len(h.text)
         assert 0 < h.share < 1
-    assert ev.data_chars(fees.parts) >= len(FEES_OUT) - 1  # the long grep output is data, whole (less its last line break)
-    assert fees.share > 0.5 > oven.share  # a long output outweighs the frame; a one-line one does not
+    from eggshell import handoff
+
+    # what the handoff quotes (the prior request, its answer, outputs) is data; its own words are frame
+    quoted = "".join(x for k, x in handoff.parse(fees.text) if k != "frame")
+    assert quoted and ev.data_chars(fees.parts) > 0 and 0 < fees.share < 1
+    assert "EGGSHELL PRIOR WORK" not in quoted
     assert ev.data_share(fees.text) == pytest.approx(fees.share)
     assert ev._parsed_share("EGGSHELL PRIOR WORK\nno data at all\n") == 0.0
 
