@@ -167,6 +167,21 @@ def peer(s: socket.socket) -> tuple[int, int]:
     return int.from_bytes(raw[0:4], sys.byteorder, signed=True), int.from_bytes(raw[4:8], sys.byteorder)
 
 
+def stopped(pid: int) -> bool:
+    """The process is stopped (SIGSTOP: `T`; held by a debugger: `t`), not just passing through
+    a tracer: a process run under strace is in state `t` at every traced syscall, often most
+    of the time, so one look cannot tell. `T` must hold for 4 looks over 15 ms, `t` for 20
+    looks over 100 ms."""
+    state = proc_state(pid)
+    looks, apart = (4, 0.005) if state == "T" else (20, 0.005)
+    for i in range(looks):
+        if state not in STOPPED:
+            return False
+        time.sleep(apart)
+        state = proc_state(pid)
+    return state in STOPPED
+
+
 def proc_state(pid: int) -> str | None:
     """A process's state letter from /proc (R, S, D, T stopped, t traced, Z zombie...), None if gone."""
     try:
@@ -228,7 +243,7 @@ def reach(data_root: str, deadline: float, hello: bool = True, hung_after: float
         s.close()
         raise NoManager("not talking to the manager: the process listening on %s (pid %d) runs as uid %d, not as this user "
                         "(uid %d); nothing was sent. End it and remove the socket" % (path, pid, uid, os.geteuid()), False)
-    if proc_state(pid) in STOPPED:
+    if stopped(pid):
         s.close()
         raise _stopped(data_root, pid)
     conn = Connection(s)
@@ -237,7 +252,7 @@ def reach(data_root: str, deadline: float, hello: bool = True, hung_after: float
     greeting = conn.receive(min(deadline, time.monotonic() + HELLO_S))
     if greeting is None:  # not at once: stopped since, gone, or only slow (a busy machine, a long GIL hold)
         state = proc_state(pid)
-        if state in STOPPED:
+        if state in STOPPED and stopped(pid):
             conn.close()
             raise _stopped(data_root, pid)
         if state in GONE:
@@ -307,7 +322,7 @@ def _still_unresponsive(run: str) -> bool:
         return False
     pid, when = got
     state = proc_state(pid)
-    if state in STOPPED:
+    if state in STOPPED and stopped(pid):
         return True
     if state in GONE or time.time() - when > RETRY_S:
         try:

@@ -33,6 +33,7 @@ import os
 import shutil
 import socket
 import stat
+import signal
 import subprocess
 import sys
 import tempfile
@@ -609,3 +610,41 @@ def test_the_main_worker_waits_while_a_tool_answer_is_queued_for_the_lock():
     for t in (t1, t2, m):
         t.join(10)
     assert order == ["tool 1", "tool 2", "main"]
+
+
+def test_a_traced_process_is_not_taken_for_stopped_but_a_sigstopped_one_is():
+    """Under strace a process is in state `t` for an instant at every syscall: one look at
+    /proc said "stopped", and hooks (and `egg-manager stop`) gave up on a manager that ran."""
+    import shutil
+
+    busy = "import os, time\nwhile True:\n    os.stat('/')\n"
+    strace = shutil.which("strace")
+    assert strace, "strace is installed by .ci/run"
+    traced = subprocess.Popen([strace, "-f", "-qq", "-o", os.devnull, sys.executable, "-c", busy])
+    plain = subprocess.Popen([sys.executable, "-c", "import time\ntime.sleep(60)\n"])
+    child = None
+    try:
+        assert wait_for(lambda: [c for c in _children(traced.pid)], WAIT)
+        child = _children(traced.pid)[0]
+        seen = {client.proc_state(child) for _ in range(2000)}  # often holds "t": one look could say "stopped"
+        assert not any(client.stopped(child) for _ in range(20)), seen  # several looks do not
+        plain.send_signal(signal.SIGSTOP)
+        assert wait_for(lambda: client.proc_state(plain.pid) == "T", WAIT)
+        assert client.stopped(plain.pid)
+    finally:
+        if child is not None:
+            try:
+                os.kill(child, signal.SIGKILL)  # a tracer killed leaves its tracee running
+            except ProcessLookupError:
+                pass
+        for p in (traced, plain):
+            p.kill()
+            p.wait()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
