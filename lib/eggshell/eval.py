@@ -551,83 +551,21 @@ def named(text: str, files: Iterable[str]) -> tuple[str, ...]:
     return tuple(f for f in files if names_file(text, f))
 
 
-# The data share. The frame helper's `handoff.data_share` (a parser of the frame it renders)
-# is used when it exists; until then eval parses the renderer of today (handoff.render_plan).
+# The data share: the renderer's own parser of its frame (handoff.parse, handoff.data_share).
 
 DATA = " (data)"  # the suffix of a part that is recorded data
-EVIDENCE, PRIOR_REQUEST = "evidence" + DATA, "prior request" + DATA  # today's frame's data parts
-_EV_OPEN = re.compile(r"^ *EVIDENCE (\S+) \(verbatim[^)]*\)$")
-_OWNER = re.compile(r"^WORK GRAPH \S+ ")
 
 
 def frame_parts(text: str) -> dict[str, int]:
-    """Characters of a handoff by part; they add up to len(text).
-
-    With the frame helper's `handoff.parse`: each data kind, and `frame` for the rest.
-    Else today's frame, parsed here (`_parts_of_today`).
-    """
+    """Characters of a handoff by part (handoff.parse): each data kind, and `frame` for the
+    rest; they add up to len(text)."""
     from . import handoff
 
-    parse = getattr(handoff, "parse", None)
-    if parse is None:
-        return _parts_of_today(text)
     parts: dict[str, int] = {}
-    for kind, body in parse(text):
-        if kind != getattr(handoff, "FRAME", "frame"):
+    for kind, body in handoff.parse(text):
+        if kind != "frame":
             parts[kind + DATA] = parts.get(kind + DATA, 0) + len(body)
     parts["frame"] = len(text) - sum(parts.values())
-    return parts
-
-
-def _parts_of_today(text: str) -> dict[str, int]:
-    """Characters of a handoff of today's renderer by part; they add up to len(text).
-
-    `evidence` (the recorded outputs and answers, verbatim) and `prior request` (the
-    recorded Work of each shown item, less its indent) are recorded data; every other
-    part is frame.
-    """
-    parts = dict.fromkeys(("instructions", "current request", "work graph tree", "item frame", PRIOR_REQUEST,
-                           EVIDENCE, "not shown list", "open work"), 0)
-    lines = text.splitlines(keepends=True)
-    state, end = "instructions", None
-    for line in lines:
-        bare = line.rstrip("\n")
-        if state == "evidence":
-            if bare == end:
-                parts["item frame"] += len(line)
-                state = "item"
-            else:
-                parts[EVIDENCE] += len(line)
-            continue
-        if state == "prior request":
-            if bare.startswith("  ") and bare not in ("  COVERED WORK", "  PRIOR WORK"):
-                parts[PRIOR_REQUEST] += len(line) - 2
-                parts["item frame"] += 2
-                continue
-            state = "item"
-        m = _EV_OPEN.match(bare)
-        if m and state in ("item", "instructions"):
-            parts["item frame"] += len(line)
-            state, end = "evidence", "END EVIDENCE %s" % m.group(1)
-            continue
-        if bare == "CURRENT REQUEST":
-            state = "current request"
-        elif bare == "SELECTED WORK GRAPH":
-            state = "work graph tree"
-        elif _OWNER.match(bare):
-            state = "item"
-        elif bare.startswith("NOT SHOWN ("):
-            state = "not shown list"
-        elif bare == "OPEN WORK":
-            state = "open work"
-        parts[state if state != "item" else "item frame"] += len(line)
-        if state == "item" and bare == "  WORK":
-            state = "prior request"
-        elif bare in ("END CURRENT REQUEST", "END SELECTED WORK GRAPH", "END WORK GRAPH", "END NOT SHOWN"):
-            state = "between"
-            parts.setdefault("between", 0)
-    if "between" in parts:
-        parts["item frame"] += parts.pop("between")
     return parts
 
 
@@ -636,22 +574,11 @@ def data_chars(parts: dict[str, int]) -> int:
     return sum(v for k, v in parts.items() if k.endswith(DATA))
 
 
-def _parsed_share(text: str) -> float:
-    return data_chars(_parts_of_today(text)) / len(text) if text else 0.0
-
-
 def data_share(text: str) -> float:
     """Share of a handoff's characters that are recorded data (prior outputs, answers, requests), not frame."""
     from . import handoff
 
-    theirs = getattr(handoff, "data_share", None)
-    return theirs(text) if theirs is not None else _parsed_share(text)
-
-
-def data_share_source() -> str:
-    from . import handoff
-
-    return "handoff.data_share" if hasattr(handoff, "data_share") else "eval.frame_parts (a parser of today's frame)"
+    return handoff.data_share(text)
 
 
 class NewChat:
@@ -796,7 +723,7 @@ class Handed:
     bm25: float | None = None  # best raw BM25 of a turn covering enough of the question (None: none)
 
 
-_NOT_SHOWN = re.compile(r"^(?:NOT SHOWN \(|Not shown, over the size budget)", re.M)  # today's frame, the frame helper's
+_NOT_SHOWN = re.compile(r"^Not shown, over the size budget", re.M)  # handoff._OMIT_HEAD
 
 
 def _linked_state(text: str, keys: frozenset[str]) -> str:
@@ -849,7 +776,7 @@ def run_handoff(swe_path: str, locomo_path: str, cache: str, root: str, *, mode:
     isolate = {rid for q in related for rid in q.drop}
     chat = NewChat(root, cache, mode, model, log=lambda m: print("%s: handoff: %s" % (PROG, m), file=sys.stderr, flush=True))
     c = chat.cfg
-    out = HandoffRun([], [], mode=mode, share_by=data_share_source(), settings="mode %s, top_k %d, min_coverage %g, handoff_chars %d" % (
+    out = HandoffRun([], [], mode=mode, share_by="handoff.data_share", settings="mode %s, top_k %d, min_coverage %g, handoff_chars %d" % (
         c.mode, c.top_k, c.min_coverage, c.selection().handoff_chars))
     try:
         t0 = time.perf_counter()

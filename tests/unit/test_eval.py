@@ -322,7 +322,7 @@ def test_the_data_share_counts_recorded_data_not_frame(chat):
     assert quoted and ev.data_chars(fees.parts) > 0 and 0 < fees.share < 1
     assert "EGGSHELL PRIOR WORK" not in quoted
     assert ev.data_share(fees.text) == pytest.approx(fees.share)
-    assert ev._parsed_share("EGGSHELL PRIOR WORK\nno data at all\n") == 0.0
+    assert ev.data_share("EGGSHELL PRIOR WORK\nno data at all\n") == 0.0
 
 
 def test_handoff_score_and_report_are_computed_from_the_answers():
