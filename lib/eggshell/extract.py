@@ -12,6 +12,7 @@ answers as for a new chat.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import IO
@@ -24,9 +25,11 @@ from .store import EggError, Store
 PROG = "egg-extract"
 
 
-def extract(searcher: Searcher, request: str, hit_ids: list[str], budget: int = DEFAULT_BUDGET,
+def extract(searcher: Searcher, request: str, hits: list[tuple[str, float | None]], budget: int = DEFAULT_BUDGET,
             tool: dict | None = None, standing=None) -> PlanHandoff:
     """The handoff for hits already ranked (the in-process form of egg-extract, and the hook's).
+
+    `hits`: (turn id, its semantic score or None) best first, as egg-query's lines carry them.
 
     `standing` (standing.Judge) says how each prior outcome stands now; by default its
     recorded inputs are checked in the project of the current directory and its origin in
@@ -34,7 +37,7 @@ def extract(searcher: Searcher, request: str, hit_ids: list[str], budget: int = 
     """
     from . import trust
     from .engine import handoff, workspace
-    from .handoff import relevant_tools
+    from .handoff import nominate
     from .intrinsic import canonical_tool_work
     from .paths import from_env
     from .records import command_of
@@ -45,8 +48,7 @@ def extract(searcher: Searcher, request: str, hit_ids: list[str], budget: int = 
     if tool is not None:
         work = canonical_tool_work(tool["name"], tool.get("input"))
         return handoff(ws, work, command_of(work), budget=budget, enforce=True, standing=standing or judge_here(os.getcwd(), ws, ledger))
-    views = [searcher.by_id[i] for i in dict.fromkeys(hit_ids) if i in searcher.by_id]
-    retrieved = [i for v in views for i in (v.id, *(t.id for t in relevant_tools(v, request)))]
+    retrieved = nominate(request, [(searcher.by_id[i], s) for i, s in dict(hits).items() if i in searcher.by_id])
     return handoff(ws, request, request, retrieved=retrieved, budget=budget, standing=standing or judge_here(None, ws, ledger))
 
 
@@ -72,20 +74,26 @@ def _tool(obj) -> dict | None:
     return t if isinstance(t, dict) and isinstance(t.get("name"), str) and t["name"] else None
 
 
+def _score(v) -> bool:
+    """A hit's `semantic` is absent, null or a finite number."""
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
+
+
 def run(searcher: Searcher, lines: IO[str], out: IO[str], budget: int, name: str = "<stdin>") -> int:
     bad = 0
     for n, obj in stage.read_ndjson(lines, name):
         tool = _tool(obj)
         hits = obj.get("hits", [] if tool else None) if isinstance(obj, dict) else None
         request = query_text(obj) if isinstance(obj, dict) else None
-        if not isinstance(hits, list) or (request is None and tool is None) or not all(isinstance(h, dict) and isinstance(h.get("id"), str) for h in hits):
+        if not isinstance(hits, list) or (request is None and tool is None) or not all(isinstance(h, dict) and isinstance(h.get("id"), str)
+                                                                                       and _score(h.get("semantic")) for h in hits):
             msg = str(obj) if isinstance(obj, stage.InputError) else (
                 '%s:%d: expected {"query":{"text":...},"hits":[{"id":...},...]} or {"query":{"tool":{"name":...,"input":...}}}' % (name, n))
             stage.warn(PROG, msg)
             stage.write({"handoff": {"text": "", "keys": [], "omitted": [], "deny": False, "covered": []}, "error": msg}, out)
             bad += 1
             continue
-        stage.write(as_record(extract(searcher, request or "", [h["id"] for h in hits], budget, tool)), out)
+        stage.write(as_record(extract(searcher, request or "", [(h["id"], h.get("semantic")) for h in hits], budget, tool)), out)
     return bad
 
 
@@ -93,9 +101,12 @@ def main(argv: list[str]) -> int:
     p = stage.parser(
         PROG,
         "Hand prior work over: run the reuse engine on each request (or proposed tool call) and render it within a budget.",
-        epilog="""input line:   {"query":{"text":...},"hits":[{"id":CONTENT_ID,...},...]}   (egg-query's output)
+        epilog="""input line:   {"query":{"text":...},"hits":[{"id":CONTENT_ID,"semantic":SCORE,...},...]}   (egg-query's output)
               {"query":{"tool":{"name":"Bash","input":{"command":"rg -n foo src"}}}}   (a proposed call)
 output line:  {"handoff":{"text":TEXT,"keys":[KEY,...],"omitted":[KEY,...],"deny":BOOL,"covered":[FRAGMENT,...]}}
+A hit is handed over if its "semantic" score is a number (the search provider counted it as
+related) or, when that is null or absent, if its text shares an identifier or path with the
+request or enough of its words.
 
 example:
   echo '{"query":{"text":"where is late_fee computed"}}' | egg-query --egg .eggs/work.egg | egg-extract --egg .eggs/work.egg

@@ -40,17 +40,18 @@ def in_process(cfg: Config, data_root: str, depth: int, log: Callable[[str], Non
         if r.error:
             return None
         score = dict(r.fused)
-        return SemanticList([(i, score[i]) for i in r.selected[:k]], provider.settings.threshold)
+        return SemanticList([(i, score[i]) for i in r.selected[:k]], provider.settings.threshold, cosine=True)
 
     semantic.provider = provider  # type: ignore[attr-defined]
     return semantic
 
 
 def child(argv: list[str], log: Callable[[str], None], deadline_s: float = PROVIDER_DEADLINE_S,
-          floor: float = DEFAULT_THRESHOLD) -> tuple[Semantic, Callable[[], None]]:
+          floor: float = DEFAULT_THRESHOLD, cosine: bool = False) -> tuple[Semantic, Callable[[], None]]:
     """A provider program behind the protocol; returns the semantic side and a closer.
 
-    `floor` is the least score the program reports (the built-in egg-index's threshold).
+    `floor` is the least score the program reports (the built-in egg-index's threshold);
+    `cosine`: its scores are the built-in model's cosines (egg-index).
     A program that sends no scores is fused by rank: the first of n scores 1, the last 1/n.
     """
     from .provider import ProviderClient
@@ -63,7 +64,7 @@ def child(argv: list[str], log: Callable[[str], None], deadline_s: float = PROVI
             log("search provider %s failed: %s; this query is answered lexically" % (argv[0], r.error))
             return None
         if r.scores is not None:
-            return SemanticList(list(zip(r.related, r.scores)), floor)
+            return SemanticList(list(zip(r.related, r.scores)), floor, cosine)
         n = len(r.related)
         return SemanticList([(i, (n - j) / n) for j, i in enumerate(r.related)], 0.0)
 
@@ -78,4 +79,4 @@ def choose(cfg: Config, data_root: str, bin_dir: str, depth: int, log: Callable[
         return child(list(cfg.semantic_matcher), log, floor=float("inf"))  # its own scale: normalize from its lowest score
     if prefer_in_process:
         return in_process(cfg, data_root, depth, log), lambda: None
-    return child(builtin_argv(cfg, bin_dir, depth), log, floor=DEFAULT_THRESHOLD if cfg.threshold is None else cfg.threshold)
+    return child(builtin_argv(cfg, bin_dir, depth), log, floor=DEFAULT_THRESHOLD if cfg.threshold is None else cfg.threshold, cosine=True)

@@ -29,10 +29,14 @@ MODES = ("lexical", "semantic", "hybrid")
 
 
 class SemanticList(NamedTuple):
-    """A semantic ranking: (index, score) best first, and the least score that counts."""
+    """A semantic ranking: (index, score) best first, and the least score that counts.
+
+    `cosine`: the scores are the built-in model's cosines, so a handoff can hold them to its
+    own floor (handoff.nominate); another provider's scale is its own."""
 
     ranked: list[tuple[int, float]]
     floor: float
+    cosine: bool = False
 
 
 # The semantic side: (query, candidates [{"id","text"}], how many) -> SemanticList, or
@@ -54,6 +58,10 @@ class Hit:
     session: str
     turn: str
     store: str
+    # The built-in model's cosine for this turn when it counts (at or above the threshold),
+    # else None (below it, lexical mode, or a provider of the user's own): fused scores are
+    # normalized per query, so only this says how related the turn is (handoff.nominate).
+    semantic: float | None = None
 
 
 class Searcher:
@@ -149,6 +157,7 @@ class Searcher:
         t2 = time.perf_counter()
         semantic: list[tuple[int, float]] = []
         floor = 0.0
+        cosines: dict[int, float] = {}
         mode = self.mode
         if mode != "lexical":
             got = self.semantic(text, self.candidates, semantic_depth(top_k)) if (self.semantic and n) else None
@@ -161,13 +170,17 @@ class Searcher:
                     if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n and i not in seen:
                         seen.add(i)
                         semantic.append((i, float(v)))
+                if got.cosine:
+                    cosines = {i: v for i, v in semantic if v >= floor}
         t3 = time.perf_counter()
         selected, fused = fuse(mode, top_k, self.anchor_k, lexical, semantic, anchors, n, passages, floor=floor)
         score = dict(fused)
         hits = []
         for rank, i in enumerate(selected, 1):
             v = self.views[i]
-            hits.append(Hit(v.id, v.key, rank, round(score.get(i, 0.0), 6), v.session, v.turn, v.store))
+            sem = cosines.get(i)
+            hits.append(Hit(v.id, v.key, rank, round(score.get(i, 0.0), 6), v.session, v.turn, v.store,
+                            None if sem is None else round(sem, 6)))
         t4 = time.perf_counter()
         if self.trace:
             ms = lambda a, b: round((b - a) * 1000, 3)  # noqa: E731
@@ -216,7 +229,8 @@ def main(argv: list[str]) -> int:
         PROG,
         "Rank the recorded turns of .egg stores against each query line on stdin.",
         epilog="""input line:   {"query":{"text":"..."}}
-output line:  {"query":{...},"hits":[{"id","key","rank","score","session","turn","store"}]}
+output line:  {"query":{...},"hits":[{"id","key","rank","score","session","turn","store","semantic"}]}
+("semantic": the provider's score when it counts the turn as related, else null)
 A malformed line is answered with {"hits":[],"error":...} so replies stay in step.
 
 example:

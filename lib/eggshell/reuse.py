@@ -32,6 +32,7 @@ class Selected:
     edge: Apply  # the projected edge (the owner itself, or a run-local Outcome citing it)
     status: str  # ex.COMPLETED or ex.ADVISORY
     boundary: bool  # matched against the inquiry itself, not a demanded child
+    nominated: int | None = None  # its place among retrieval's nominations (None: not nominated)
 
     @property
     def blocks(self) -> bool:
@@ -82,8 +83,10 @@ def discover(corpus: Corpus, stored_alls: Sequence[Apply], inquiry: Atom, *, per
         by_parent = alls_by_parent(stored_alls)
     declared = _declared(corpus, persistent)
     hits: dict[tuple, Match] = {}
+    nominated: dict[int, int] = {}
     for ci in dict.fromkeys(retrieved):
         if 0 <= ci < len(corpus.candidates):
+            nominated[ci] = len(nominated)
             m = _retrieved(corpus, inquiry, ci)
             hits[(inquiry, ci, "retrieved")] = m
     unions: list[Union] = []
@@ -131,7 +134,7 @@ def discover(corpus: Corpus, stored_alls: Sequence[Apply], inquiry: Atom, *, per
                     continuation = apply(Op.ALL, (S, inquiry), *[(S, p) for p in parts], (S, remainder(inquiry)))
                     passes += 1
                     continue
-            return Plan(inquiry, result, _select(corpus, result, hits.values(), inquiry, evidence, edges), tuple(unions), passes, continuation)
+            return Plan(inquiry, result, _select(corpus, result, hits.values(), inquiry, evidence, edges, nominated), tuple(unions), passes, continuation)
         passes += 1
 
 
@@ -200,8 +203,13 @@ def _visible_in(evidence: str, outcome: Atom) -> bool:
 
 
 def _select(corpus: Corpus, result: ex.Extraction, hits: Iterable[Match], inquiry: Atom, evidence: str | None,
-            edges: dict[tuple, Apply]) -> tuple[Selected, ...]:
-    """Matches whose projected edge the extraction used: completed first, then tool-level advice."""
+            edges: dict[tuple, Apply], nominated: Mapping[int, int] | None = None) -> tuple[Selected, ...]:
+    """Matches whose projected edge the extraction used: completed first, then what retrieval
+    nominated (in its order: it ranked them), then other advice, tool-level first.
+
+    At most MAX_SELECTED that retrieval did not nominate: a prompt's words match many prior
+    commands; the nominations are bounded by retrieval's own top_k."""
+    nominated = nominated or {}
     completed = {e for _, e in result.completed_uses}
     advisory = {e for _, e in result.advisory_uses}
     out: list[Selected] = []
@@ -222,11 +230,20 @@ def _select(corpus: Corpus, result: ex.Extraction, hits: Iterable[Match], inquir
         if evidence is not None and _visible_in(evidence, projection_outcome(corpus, m)):
             continue
         seen.add(e)
-        out.append(Selected(m, e, status, m.demand == inquiry))
-    out.sort(key=lambda s: (s.status != ex.COMPLETED, not s.match.tool, s.match.retrieved))
+        out.append(Selected(m, e, status, m.demand == inquiry, nominated.get(m.cand)))
+    far = len(nominated)
+    out.sort(key=lambda s: (s.status != ex.COMPLETED, far if s.nominated is None else s.nominated, not s.match.tool, s.match.retrieved))
     # The same command with the same output, recorded in several turns, is one piece of evidence.
     unique: dict[tuple, Selected] = {}
     for sel in out:
         c = corpus.candidates[sel.match.cand]
         unique.setdefault((sel.status, c.work, projection_outcome(corpus, sel.match)), sel)
-    return tuple(list(unique.values())[:MAX_SELECTED])
+    others = 0
+    kept = []
+    for sel in unique.values():
+        if sel.nominated is None:
+            others += 1
+            if others > MAX_SELECTED:
+                continue
+        kept.append(sel)
+    return tuple(kept)

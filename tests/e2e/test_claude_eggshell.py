@@ -28,10 +28,13 @@ from fake_anthropic_server import FakeAnthropicServer, hook_contexts, tool_resul
 from test_codex_eggshell import _egg
 from test_codex_reuse import RG_SHIM, _project  # the same small project and counting rg shim
 
+from eggshell.handoff import data_share
+
 pytestmark = pytest.mark.e2e
 
 CHAT1 = "Where is parse_config defined in this project?"
 SEARCH_SRC = "rg -n parse_config src"
+READ_SRC = "sed -n 1,20p src/config.py"  # and, as an agent does after a search, the file it found
 CHAT1_ANSWER = "parse_config is defined in src/config.py (line 1); load_default calls it on line 14."
 CHAT2 = "Does parse_config in src/config.py skip comment lines, and which tests cover it?"
 SEARCH_TESTS = "rg -n parse_config tests"  # not covered by chat 1
@@ -78,7 +81,8 @@ def test_claude_chats_are_recorded_handed_over_and_a_repeat_is_denied(claude_bin
     project = _project(tmp_path / "project")
     shim_log = tmp_path / "rg-runs.log"
     scripts = {
-        CHAT1: [{"bash": SEARCH_SRC, "description": "Find where parse_config is defined"}, {"say": CHAT1_ANSWER}],
+        CHAT1: [{"bash": SEARCH_SRC, "description": "Find where parse_config is defined"},
+                {"bash": READ_SRC, "description": "Read parse_config"}, {"say": CHAT1_ANSWER}],
         CHAT2: [{"bash": SEARCH_SRC, "description": "Look at parse_config in src"},
                 {"bash": SEARCH_TESTS, "description": "Find the tests of parse_config"},
                 {"say": CHAT2_ANSWER}],
@@ -103,7 +107,7 @@ def test_claude_chats_are_recorded_handed_over_and_a_repeat_is_denied(claude_bin
         assert CHAT1_ANSWER in run1.stdout, str(run1)
         assert _shim_runs(shim_log) == ["-n parse_config src"], (_shim_runs(shim_log), str(run1))
         reqs1 = server.requests_for(CHAT1)
-        assert [r.step for r in reqs1] == [0, 1], [(r.step, r.reply) for r in reqs1]
+        assert [r.step for r in reqs1] == [0, 1, 2], [(r.step, r.reply) for r in reqs1]
         assert hook_contexts(reqs1[0]) == [], "chat 1 had nothing to reuse: %r" % hook_contexts(reqs1[0])
         search_out = tool_results(reqs1[1])[tool_use_id(reqs1[1], SEARCH_SRC)]
         assert SRC_LINE_1 in search_out and SRC_LINE_14 in search_out, search_out
@@ -126,6 +130,7 @@ def test_claude_chats_are_recorded_handed_over_and_a_repeat_is_denied(claude_bin
         assert len(handoff) < CONTEXT_CAP, "the handoff (%d chars) is over Claude Code's cap" % len(handoff)
         assert "EGGSHELL PRIOR WORK" in handoff and CHAT1 in handoff and CHAT1_ANSWER in handoff, handoff
         assert SEARCH_SRC in handoff and SRC_LINE_1 in handoff, handoff  # the prior tool output, verbatim
+        assert data_share(handoff) >= 0.60, (data_share(handoff), handoff)  # mostly recorded data, not frame
 
         # ... and its repeat of chat 1's search is denied: it never runs, the model is told why.
         blocked_id = tool_use_id(reqs2[1], SEARCH_SRC)

@@ -2,7 +2,7 @@
 
 Everything is real except the model: ./install.sh into a temporary prefix, `egg install
 codex` into a temporary CODEX_HOME, `egg init` in a temporary project, then `codex exec`
-three times against the scripted local model server. Chat 1 runs a shell command and
+three times against the scripted local model server. Chat 1 searches and reads a file and
 answers; chat 2 asks a related question and its model must receive chat 1's outcome in
 the handoff; chat 3 is unrelated and must receive none.
 """
@@ -27,6 +27,27 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 CHAT1 = "Find where the late_fee for overdue invoices is computed in this project"
 CHAT1_CMD = "grep -rn late_fee src"
+CHAT1_READ = "sed -n 1,40p src/billing.py"
+BILLING = '''"""Invoice billing: balances, late fees and totals."""
+
+from datetime import date
+
+LATE_FEE_RATE = 0.02  # of the balance, per overdue month
+
+
+def months_overdue(due: date, today: date) -> int:
+    months = (today.year - due.year) * 12 + today.month - due.month
+    return max(0, months - (today.day < due.day))
+
+
+def compute_late_fee(balance, months):
+    late_fee = balance * LATE_FEE_RATE * months
+    return late_fee
+
+
+def total_due(invoice, today):
+    return invoice.balance + compute_late_fee(invoice.balance, months_overdue(invoice.due, today))
+'''
 CHAT1_ANSWER = "The late_fee is computed by compute_late_fee in src/billing.py: 2% of the balance per overdue month."
 CHAT2 = "Does compute_late_fee in billing cap the late_fee for very old invoices?"
 CHAT3 = "Write a haiku about autumn leaves"
@@ -41,11 +62,9 @@ def _egg(prefix, args, cwd, env):
 def test_handoff_reaches_the_next_chat(prefix, tmp_path):
     project = tmp_path / "project"
     (project / "src").mkdir(parents=True)
-    (project / "src" / "billing.py").write_text(
-        "def compute_late_fee(balance, months):\n    late_fee = balance * 0.02 * months\n    return late_fee\n"
-    )
+    (project / "src" / "billing.py").write_text(BILLING)
     scripts = {
-        CHAT1: [{"exec": CHAT1_CMD}, {"say": CHAT1_ANSWER}],
+        CHAT1: [{"exec": CHAT1_CMD}, {"exec": CHAT1_READ}, {"say": CHAT1_ANSWER}],
         CHAT2: [{"say": "It does not cap it; see the recorded outcome."}],
         CHAT3: [{"say": "Leaves drift and settle."}],
     }
@@ -84,18 +103,18 @@ def test_handoff_reaches_the_next_chat(prefix, tmp_path):
         h = handoffs[0]
         assert "> " + CHAT1 in h  # the prior request, quoted (the current one is not repeated)
         assert "| " + CHAT1_ANSWER in h  # the prior answer
-        assert "$ " + CHAT1_CMD in h and "| src/billing.py:2:" in h  # the tool evidence, verbatim
-        assert "(read and answered only, no changes made)" in h  # chat 1 changed no files
+        assert "$ " + CHAT1_CMD in h and "| src/billing.py:14:    late_fee = balance * LATE_FEE_RATE * months" in h  # the tool evidence, verbatim
+        assert "$ " + CHAT1_READ in h and "| def total_due(invoice, today):" in h
+        assert "(it changed no files)" in h  # chat 1 changed no files
         share = handoff_mod.data_share(h)
-        # More than half is recorded data even here, where chat 1 read a three-line file (0.54; a
-        # realistic chat 1 gives 0.77, tests/unit/test_handoff_frame.py; the swe runs' median is 0.84)
-        assert share >= 0.50, (share, h)
+        # Most of it is recorded data (issue 11: at least 0.60; the swe runs' median is 0.82)
+        assert share >= 0.60, (share, h)
         # every item is labelled with its owner's key, which `egg show` reads back in full
         blocks = {b[:12]: b for b in h.split("\n[")[1:]}
         turn_key = next(k for k, b in blocks.items() if "> " + CHAT1 in b)  # the block of chat 1's own request
         assert CHAT1_ANSWER in _egg(prefix, ["show", turn_key], project, tool_env)
         tool_key = next(k for k, b in blocks.items() if "$ " + CHAT1_CMD in b)
-        assert "src/billing.py:2:" in _egg(prefix, ["show", tool_key], project, tool_env)
+        assert "src/billing.py:14:" in _egg(prefix, ["show", tool_key], project, tool_env)
 
         # Chat 3: unrelated; no handoff at all.
         run3 = home.run(CHAT3, project, env=env)

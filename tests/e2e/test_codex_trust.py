@@ -33,15 +33,35 @@ from fake_model_server import FakeModelServer, developer_messages
 from test_codex_eggshell import _egg
 from test_codex_reuse import BLOCKED, _call_id, _output_of
 
+from eggshell import handoff
+
 pytestmark = pytest.mark.e2e
 
-INVOICE_V1 = '''def total(lines):
-    """The invoice total: the sum of its line amounts."""
-    return sum(line.amount for line in lines)
+_INVOICE_HEAD = '''"""Invoices: their lines, totals and rounding."""
+
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+
+
+@dataclass(frozen=True)
+class Line:
+    description: str
+    amount: Decimal
+
+
+def cents(value: Decimal) -> Decimal:
+    """Round to whole cents, halves up, as the invoices print."""
+    return value.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
 '''
-INVOICE_V2 = '''def total(lines, tax_rate=0.0):
+INVOICE_V1 = _INVOICE_HEAD + '''def total(lines):
+    """The invoice total: the sum of its line amounts."""
+    return cents(sum(line.amount for line in lines))
+'''
+INVOICE_V2 = _INVOICE_HEAD + '''def total(lines, tax_rate=0.0):
     """The invoice total with tax: the sum of its line amounts times (1 + tax_rate)."""
-    return sum(line.amount for line in lines) * (1 + tax_rate)
+    return cents(sum(line.amount for line in lines) * (1 + Decimal(str(tax_rate))))
 '''
 OLD_LINE = "def total(lines):"
 NEW_LINE = "def total(lines, tax_rate=0.0):"
@@ -161,6 +181,7 @@ def test_a_changed_file_is_read_again_and_an_unchanged_one_is_reused(prefix, tmp
         assert not re.search(r"\.\.(\s|$)", reason), reason  # it reads as sentences
         prompt_handoff = "\n".join(m for m in developer_messages(reqs3[0]) if CHAT2_ANSWER in m)
         assert prompt_handoff, developer_messages(reqs3[0])  # chat 3's prompt was handed chat 2's outcome
+        assert handoff.data_share(prompt_handoff) >= 0.60, (handoff.data_share(prompt_handoff), prompt_handoff)  # mostly recorded data
 
         # After the denial, `egg graph` and `egg why` still show the prompt's handoff.
         graph = _egg(prefix, ["graph", "--chat", chat3], project, tool_env)

@@ -145,7 +145,7 @@ def test_forgetting_a_turn_hides_all_of_it_from_every_reader(egg, store):
     hits = io.StringIO()
     query.run(query.Searcher([Store.open(store.path)]), io.StringIO('{"query":{"text":"where is late_fee computed"}}\n'), hits, 8, 0.2)
     assert json.loads(hits.getvalue())["hits"] == []
-    h = extract.extract(query.Searcher([Store.open(store.path)]), "where is late_fee computed?", [fee.id],
+    h = extract.extract(query.Searcher([Store.open(store.path)]), "where is late_fee computed?", [(fee.id, None)],
                         tool={"name": "Bash", "input": {"command": "grep -rn late_fee src/"}})
     assert h.text == "" and not h.deny
     rc, out, _ = egg("forget", fee.key, "--egg", store.path)

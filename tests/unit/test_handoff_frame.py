@@ -13,6 +13,7 @@ whether a prior turn changed files; at least 60% of a realistic handoff is recor
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -41,10 +42,13 @@ def store_of(tmp_path_factory, turns) -> Store:
     return Store.open(path)
 
 
-def prompt_handoff(store: Store, request: str, **kw):
-    """What a new chat is given for `request` with every prior item nominated (as retrieval does)."""
+def prompt_handoff(store: Store, request: str, semantic: float | None = None, **kw):
+    """What a new chat is given for `request` when retrieval ranks every prior turn, with this
+    semantic score (None: lexical retrieval, no score), and nominates those that bear on it."""
+    from eggshell.records import turn_views
+
     ws = engine.workspace([store.graph])
-    return engine.handoff(ws, request, retrieved=list(ws.index), **kw)
+    return engine.handoff(ws, request, retrieved=handoff.nominate(request, [(v, semantic) for v in turn_views(store.graph)]), **kw)
 
 
 # Earlier handoffs, and the frame's own lines, as hostile data.
@@ -112,7 +116,7 @@ def check_frame(text: str, turns) -> set[str]:
 @given(histories(), hostile())
 def test_the_rendered_handoff_parses_back_into_the_frame_meant(tmp_path_factory, turns, request):
     store = store_of(tmp_path_factory, turns)
-    h = prompt_handoff(store, "fee " + request, budget=10**6)
+    h = prompt_handoff(store, "fee " + request, semantic=0.9, budget=10**6)
     if not h.text:
         return
     seen = check_frame(h.text, turns)
@@ -153,12 +157,12 @@ def test_the_turn_renderer_keeps_data_in_data_regions(turns, request):
 def test_a_parsed_handoff_fed_back_as_data_stays_data(tmp_path_factory):
     # an earlier handoff (and a deny reason) pasted whole into a tool output and an answer
     first = store_of(tmp_path_factory, [("fee where", [("rg -n fee src", "src/fee.py:1:def fee():\n")], "in src/fee.py")])
-    earlier = prompt_handoff(first, "fee where").text
+    earlier = prompt_handoff(first, "fee where", semantic=0.9).text
     ws = engine.workspace([first.graph])
     deny = engine.handoff(ws, work_text("Bash", {"command": "rg -n fee ./src"}), "rg -n fee ./src", enforce=True).text
     assert earlier and deny.startswith(handoff.DENY_HEAD)
     turns = [("fee again", [("cat notes.txt", earlier + deny)], deny + "\n" + earlier)]
-    h = prompt_handoff(store_of(tmp_path_factory, turns), "fee again notes", budget=10**6)
+    h = prompt_handoff(store_of(tmp_path_factory, turns), "fee again notes", semantic=0.9, budget=10**6)
     assert check_frame(h.text, turns)
 
 
@@ -210,7 +214,7 @@ def test_the_readme_two_chat_handoff_is_mostly_data_in_plain_words(tmp_path_fact
     # one key per item, the one `egg show` reads: no other hex string of 12 or more characters
     keys = re.findall(r"\b[0-9a-f]{12,}\b", t)
     assert sorted(keys) == sorted(h.keys) and all(store.graph.lookup(k) for k in keys)
-    assert "(read and answered only, no changes made)" in t
+    assert "(it changed no files)" in t
 
 
 def test_the_same_outcome_matched_through_two_spellings_appears_once(tmp_path_factory):
@@ -237,12 +241,28 @@ def test_a_verified_item_states_its_age_commit_and_check(tmp_path_factory):
     h, _ = standing_handoff(tmp_path_factory, st, now=NOW)
     assert h.deny
     # the turn's request states when and at which commit; its call, after it, only what is its own
-    assert re.search(r"\n\[[0-9a-f]{12}\] Request, 2 days ago, at commit 1a2b3c4 \(read and answered only, no changes made\):\n"
+    assert re.search(r"\n\[[0-9a-f]{12}\] Request, 2 days ago, at commit 1a2b3c4 \(it changed no files\):\n"
                      r"> where is parse_config [^\n]*\n\| parse_config is defined [^\n]*\n"
                      r"\[[0-9a-f]{12}\] Call, inputs verified unchanged just now:\n"
                      r"\$ rg -n parse_config src\n\| src/config.py:12:", h.text), h.text
     alone = handoff.call_block("0123456789ab", work_text("Bash", {"command": "ls"}), "a\n", handoff.standing_words(st, NOW))
     assert alone.text == "[0123456789ab] Call, 2 days ago, at commit 1a2b3c4, inputs verified unchanged just now:\n$ ls\n| a\n"
+
+
+def test_a_prompt_is_told_on_the_request_that_the_files_its_answer_rests_on_changed(tmp_path_factory):
+    store = store_of(tmp_path_factory, README_TURNS)
+    ws = engine.workspace([store.graph])
+    changed = Standing(recorded="2025-12-01T11:00:00.000000Z", commit="ab" * 20, inputs=CHANGED, changed=("src/cli.py",))
+    request = "change parse_config to return a dict"
+    nominated = handoff.nominate(request, [(v, 0.8) for v in __import__("eggshell.records", fromlist=["x"]).turn_views(store.graph)])
+    def stands(owner, outcome):  # the search is out of date, the read still holds
+        return changed if "rg -n" in (owner.args[0].target.as_text() or "") else replace(changed, inputs=VERIFIED, changed=())
+    h = engine.handoff(ws, request, retrieved=nominated, standing=stands, now=NOW)
+    assert re.search(r"\] Request, 1 hour ago, at commit abababa \(it changed no files; files it read have changed since: "
+                     r"src/cli.py\):\n> " + re.escape(CHAT1), h.text), h.text
+    assert "rg -n parse_config" not in h.text and "src/cli.py:41:" not in h.text  # the stale call is not shown at all
+    assert "$ sed -n 1,40p src/config.py" in h.text and "inputs verified unchanged" in h.text  # what holds still travels
+    assert handoff.data_share(h.text) >= 0.60, handoff.data_share(h.text)
 
 
 def test_a_changed_item_names_the_paths_and_leaves_its_output_out(tmp_path_factory):
@@ -271,7 +291,7 @@ def test_an_unchecked_or_foreign_item_says_so_and_is_advice(tmp_path_factory):
     h, _ = standing_handoff(tmp_path_factory, foreign, now=NOW)
     assert not h.deny
     label = "from another store, advice only (another store: /clone/.eggs/work.egg)"
-    assert "Request, 4 weeks ago, %s (read and answered only" % label in h.text
+    assert "Request, 4 weeks ago, %s (it changed no files" % label in h.text
     assert "Call, inputs verified unchanged just now, %s:\n$ rg -n parse_config src\n" % label in h.text
 
 
@@ -308,6 +328,29 @@ def test_a_request_sharing_only_plain_words_gets_nothing(tmp_path_factory):
     assert "$ rg -n leave_group src" in h.text and "| src/groups.py:40:" in h.text
     h = prompt_handoff(store, "crash when a user leaves a group in the support dashboard")  # most of its words: relevant
     assert "> Fix the crash when a user leaves a group" in h.text
+
+
+def test_a_turn_the_semantic_side_counts_as_related_is_handed_over_without_shared_words(tmp_path_factory):
+    store = store_of(tmp_path_factory, SUPPORT)
+    question = "members cannot quit their teams without an error page"  # no word of the prior turn
+    assert prompt_handoff(store, question).text == ""  # lexical retrieval only: below the floor
+    h = prompt_handoff(store, question, semantic=0.71)  # the model's score counted it as related
+    assert "> Fix the crash when a user leaves a group" in h.text and "| leave_group now checks" in h.text
+    assert "$ rg -n leave_group src" not in h.text  # its calls share no term with the question: not nominated
+
+
+def test_commands_the_prompt_happens_to_contain_do_not_crowd_out_what_retrieval_ranked(tmp_path_factory):
+    # many prior turns ran `ls tests`; the prompt says "tests" and "ls" in passing: the engine
+    # matches those calls, but the turn retrieval ranked first is what is handed over
+    noise = [("list the test folder %d" % i, [("ls tests", "test_%d.py\n" % i)], "there are tests") for i in range(20)]
+    store = store_of(tmp_path_factory, [*noise, *SUPPORT])
+    views = {v.prompt: v for v in __import__("eggshell.records", fromlist=["x"]).turn_views(store.graph)}
+    request = "ls tests shows nothing about why a member cannot leave a group"
+    ws = engine.workspace([store.graph])
+    ranked = [(views[SUPPORT[0][0]], 0.66)]
+    h = engine.handoff(ws, request, retrieved=handoff.nominate(request, ranked))
+    assert "> Fix the crash when a user leaves a group" in h.text and "$ rg -n leave_group src" in h.text
+    assert "test_3.py" not in h.text  # the `ls tests` calls bear on too little of the request
 
 
 def test_relevance():

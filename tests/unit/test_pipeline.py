@@ -186,7 +186,12 @@ def test_egg_query_pipeline_equals_searcher_and_run(tmp_path, env, store):
     for a in answered:
         assert a["hits"] == [asdict(h) for h in s.search(a["query"]["text"], 5)]
     assert answered[0]["hits"][0]["turn"] == "t1" and answered[2]["hits"] == []
+    # the egg-index child reports the model's cosines, as the in-process provider does: each hit the
+    # model counted carries its cosine (the handoff's floor reads it), the others null
+    first = answered[0]["hits"][0]["semantic"]
+    assert isinstance(first, float) and 0.3 <= first <= 1.0, answered[0]["hits"]
     lexical = query.Searcher([Store.open(store)])
+    assert all(h.semantic is None for h in lexical.search(QUERIES[0], 5))
     assert lexical.search(QUERIES[5], 5) == [] and lexical.search(QUERIES[5], 5, 0.0)  # the coverage floor holds it back
 
 
@@ -304,8 +309,8 @@ def test_hook_additional_context_equals_the_pipeline_handoff(tmp_path, env, proj
         assert in_hook == pipeline_handoff(env, egg_path, prompt)
         given.append(bool(in_hook))
     # The unrelated queries get nothing. (The last one shares only "tests" lexically, under the coverage
-    # floor; hybrid lets its meaning match the frontend-tests turn, cosine 0.43, but one shared generic
-    # word is under the prompt's relevance floor, handoff.PROMPT_FLOOR: nothing is relevant enough.)
+    # floor; hybrid lets its meaning match the frontend-tests turn, cosine 0.43, under the handoff's
+    # handoff.SEMANTIC_FLOOR, and one shared generic word is under handoff.PROMPT_FLOOR.)
     assert given == [True, True, False, True, True, False]
     # and the hook process says the same as the in-process hook
     r = run_hook({"hook_event_name": "UserPromptSubmit", "session_id": "sess-new", "turn_id": "new-x", "cwd": str(project),

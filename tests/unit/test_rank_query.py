@@ -263,7 +263,8 @@ def test_run_output_matches_searcher(one_store):
     s = query.Searcher([one_store])
     _, lines = run_lines(one_store, '{"query":{"text":"late_fee tests"}}\n', top_k=5)
     expect = [
-        {"id": h.id, "key": h.key, "rank": h.rank, "score": h.score, "session": h.session, "turn": h.turn, "store": h.store}
+        {"id": h.id, "key": h.key, "rank": h.rank, "score": h.score, "session": h.session, "turn": h.turn, "store": h.store,
+         "semantic": h.semantic}
         for h in s.search("late_fee tests", 5)
     ]
     assert lines[0]["hits"] == expect

@@ -374,16 +374,15 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
         return _context(st.event, h.text)
 
     if st.event == "UserPromptSubmit":
-        from ..handoff import relevant_tools
+        from ..handoff import nominate
 
         prompt = inquiry_of(_need_str(payload, "prompt"))
         cfg = _load_config(paths, st.cwd, st.config_file)  # how to rank (the stores are the turn's own)
         searcher = res.searcher(cfg, read)
         hits = searcher.search(prompt, cfg.top_k, cfg.min_coverage)
-        views = [searcher.by_id[h.id] for h in hits if h.session != st.session or h.turn != st.turn]
-        # Retrieval nominates whole turns and their tool calls that share terms with the
-        # prompt; the engine adds what intrinsic matching proves and renders it all.
-        retrieved = [i for v in views for i in (v.id, *(t.id for t in relevant_tools(v, prompt)))]
+        # Retrieval nominates the ranked turns that bear on the prompt and their tool calls that
+        # share terms with it; the engine adds what intrinsic matching proves and renders it all.
+        retrieved = nominate(prompt, [(searcher.by_id[h.id], h.semantic) for h in hits if h.session != st.session or h.turn != st.turn])
         h = _reuse(paths, res, read, st.session, prompt, prompt, effects, budget=budget, local_union=local_union, retrieved=retrieved,
                    hits=[x for x in hits if x.session != st.session or x.turn != st.turn], standing=_judge(paths, res, journal, st, None))
         return _context("UserPromptSubmit", h.text)
