@@ -280,8 +280,8 @@ def test_a_failed_claude_tool_call_is_recorded_from_its_error(env):
 
 def test_claude_context_is_capped_at_its_limit(env):
     env.write_config(config.PROJECT_TEMPLATE.replace("handoff_chars = 8000", "handoff_chars = 40000"))
-    for i in range(4):  # four turns whose evidence is about 4,000 characters each
-        big = "".join("src/billing_%d.py:%d: late_fee += rate * day  # case %d\n" % (i, n, n) for n in range(80))
+    for i in range(4):  # four turns whose evidence is about 6,500 characters each
+        big = "".join("src/billing_%d.py:%d: late_fee += rate * day  # case %d\n" % (i, n, n) for n in range(130))
         env.respond(env.prompt("where is late_fee computed in billing_%d?" % i, turn="t%d" % i, session="s0"))
         env.respond(env.tool("grep -rn late_fee src/billing_%d.py" % i, big, turn="t%d" % i, session="s0"))
         env.respond(env.stop("late_fee is computed in billing_%d" % i, turn="t%d" % i, session="s0"))
