@@ -18,9 +18,11 @@ from helpers.reuse import LAW, commands, outputs, prompts, render, turn
 
 
 def shape(ws):
-    return ([(content_hex(c.edge), c.tool, c.staged) for c in ws.corpus.candidates], [content_hex(a) for a in ws.alls],
+    c = ws.corpus
+    return ([(content_hex(x.edge), x.tool, x.staged) for x in c.candidates], [content_hex(a) for a in ws.alls],
             ws.index, sorted((content_hex(u.left), content_hex(u.right)) for u in ws.unions),
-            dict(ws.corpus.df), {k: list(v) for k, v in ws.corpus.postings.items()}, ws.corpus.sizes)
+            dict(c.df), {k: list(v) for k, v in c.postings.items()}, dict(c.units),
+            sorted(k for v in c.keyed.values() for k in v))  # each pattern keyed once (under which unit depends on when)
 
 
 @st.composite

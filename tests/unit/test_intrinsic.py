@@ -288,6 +288,12 @@ def test_law_admission_is_exactly_containment_or_a_rare_unit(s):
                 if units <= set(cur_units) or any(corpus.rare(t) for t in units & set(cur_units)):
                     want.add((ci, pi))
         assert set(corpus.admitted(cur)) == want
+        # the same for a corpus grown in steps, and one layered over it (the current turn's calls)
+        for k in range(len(corpus.candidates) + 1):
+            grown = Corpus(corpus.candidates[:k])
+            grown.extend(corpus.candidates[k:])
+            layered = Corpus(corpus.candidates[:k]).plus(corpus.candidates[k:])
+            assert corpus.admitted(cur) == grown.admitted(cur) == layered.admitted(cur), k
         # what the index leaves out could never have completed nor been advice
         for ci, c in enumerate(corpus.candidates):
             for pi in range(len(c.patterns)):
