@@ -27,7 +27,13 @@ def main(argv: list[str]) -> int:
         return _hook(argv[1:])
     private_tmp(os.environ)
     module = importlib.import_module(PROGRAMS[argv[0]])
-    return module.main(argv[1:])
+    try:
+        return module.main(argv[1:])
+    except BrokenPipeError:  # `egg show KEY | head`: the reader has what it wanted
+        from .stage import reader_gone
+
+        reader_gone(sys.stdout)
+        return 0
 
 
 def private_tmp(env) -> None:

@@ -916,6 +916,8 @@ def main(argv: list[str]) -> int:
     except (EggError, _config.ConfigError) as e:
         print("%s: %s" % (PROG, e), file=sys.stderr)
         return 1 if isinstance(e, EggError) else 2
+    except BrokenPipeError:
+        raise  # `egg show KEY | head`: not an error (__main__ ends it quietly)
     except OSError as e:
         print("%s: %s" % (PROG, e), file=sys.stderr)
         return 2

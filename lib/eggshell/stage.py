@@ -8,6 +8,8 @@ input and line and go to stderr; stdout carries only protocol records.
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
 from typing import IO, Any, Iterator
 
@@ -30,9 +32,26 @@ def read_ndjson(stream: IO[str], name: str = "<stdin>") -> Iterator[tuple[int, A
 
 
 def write(obj: Any, out: IO[str] | None = None) -> None:
+    """One record, flushed. If the reader has gone (`| head`), the rest of the output goes
+    nowhere, quietly, and the stage goes on with its work: egg-save still commits every line."""
     out = out or sys.stdout
-    out.write(ujson.dumps(obj, ensure_ascii=False, escape_forward_slashes=False) + "\n")
-    out.flush()
+    try:
+        out.write(ujson.dumps(obj, ensure_ascii=False, escape_forward_slashes=False) + "\n")
+        out.flush()
+    except BrokenPipeError:
+        reader_gone(out)
+
+
+def reader_gone(out: IO[str]) -> None:
+    """Point `out` at /dev/null: its reader has closed the pipe, so what is still buffered and
+    everything written later is dropped without another error (nor Python's own at exit)."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, out.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass  # not a file descriptor (a test's StringIO): nothing to redirect
+    finally:
+        os.close(null)
 
 
 def warn(prog: str, msg: str) -> None:

@@ -113,3 +113,20 @@ save_sample() {
   [ -z "$output" ]
   [[ "$stderr" == "egg-query: $EGG:"* ]]
 }
+
+@test "a reader that goes away: egg-save still commits every line it reads and exits 0, quietly; so does egg show" {
+  for i in $(seq 1 200); do record "t$i" "where is handler_$i" "rg -n handler_$i src" "src/a.py:$i: def handler_$i():" "in src/a.py"; done >"$T/turns.ndjson"
+  run -0 --separate-stderr bash -c 'set -o pipefail; "$1/egg-save" --egg "$2" <"$3" | head -c 100 >/dev/null' _ "$BIN" "$EGG" "$T/turns.ndjson"
+  [ -z "$stderr" ]
+  run -0 "$BIN/egg" fsck "$EGG"
+  [[ "$output" == *", 200 turns,"* ]]
+  # a turn whose output is larger than a pipe holds, shown into a reader that stops at once
+  head -c 300000 /dev/zero | tr '\0' 'x' >"$T/big.txt"
+  jq -cn --rawfile o "$T/big.txt" '{session:"s2", turn:"big", cwd:"", prompt:"show the big log",
+    tools:[{name:"Bash", id:"c-big", input:{command:"cat big.log"}, output:$o}], answer:"it is big"}' >"$T/big.ndjson"
+  "$BIN/egg-save" --egg "$EGG" <"$T/big.ndjson" >/dev/null
+  key="$(query_line "show the big log" | "$BIN/egg-query" --egg "$EGG" --mode lexical --no-trace | jq -r '.hits[0].key')"
+  run -0 --separate-stderr bash -c 'set -o pipefail; "$1/egg" show "$2" --egg "$3" | head -c 10' _ "$BIN" "$key" "$EGG"
+  [ "${#output}" -eq 10 ]
+  [ -z "$stderr" ]
+}
