@@ -79,8 +79,20 @@ def _score(v) -> bool:
     return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
 
 
-def run(searcher: Searcher, lines: IO[str], out: IO[str], budget: int, name: str = "<stdin>") -> int:
+def run(searcher: Searcher | None, lines: IO[str], out: IO[str], budget: int, name: str = "<stdin>") -> int:
+    """Answer each line; `searcher` None: each line's own hits name the stores it reads
+    (egg-query writes each hit's `store`), opened once per set of stores."""
     bad = 0
+    searchers: dict[tuple[str, ...], Searcher] = {}
+
+    def searcher_for(hits: list) -> Searcher:
+        if searcher is not None:
+            return searcher
+        paths = tuple(dict.fromkeys(h["store"] for h in hits if isinstance(h.get("store"), str) and h["store"]))
+        if paths not in searchers:
+            searchers[paths] = Searcher(Store.open(p) for p in paths)
+        return searchers[paths]
+
     for n, obj in stage.read_ndjson(lines, name):
         tool = _tool(obj)
         hits = obj.get("hits", [] if tool else None) if isinstance(obj, dict) else None
@@ -93,7 +105,13 @@ def run(searcher: Searcher, lines: IO[str], out: IO[str], budget: int, name: str
             stage.write({"handoff": {"text": "", "keys": [], "omitted": [], "deny": False, "covered": []}, "error": msg}, out)
             bad += 1
             continue
-        stage.write(as_record(extract(searcher, request or "", [(h["id"], h.get("semantic")) for h in hits], budget, tool)), out)
+        if tool is not None and searcher is None:
+            msg = "%s:%d: a proposed call is matched against every stored call: name the stores with --egg" % (name, n)
+            stage.warn(PROG, msg)
+            stage.write({"handoff": {"text": "", "keys": [], "omitted": [], "deny": False, "covered": []}, "error": msg}, out)
+            bad += 1
+            continue
+        stage.write(as_record(extract(searcher_for(hits), request or "", [(h["id"], h.get("semantic")) for h in hits], budget, tool)), out)
     return bad
 
 
@@ -108,18 +126,22 @@ A hit is handed over if its "semantic" score is a number (the search provider co
 related) or, when that is null or absent, if its text shares an identifier or path with the
 request or enough of its words.
 
+Without --egg, each line's hits name the stores it reads (egg-query writes each hit's
+"store"); a proposed call, which has no hits, needs --egg.
+
 example:
-  echo '{"query":{"text":"where is late_fee computed"}}' | egg-query --egg .eggs/work.egg | egg-extract --egg .eggs/work.egg
+  echo '{"query":{"text":"where is late_fee computed"}}' | egg-query --egg .eggs/work.egg | egg-extract
 
 exit status: 0 ok; 1 some lines were malformed; 2 usage or store error.""",
     )
-    p.add_argument("--egg", action="append", required=True, metavar="PATH", help="a .egg store the hits come from (repeatable)")
+    p.add_argument("--egg", action="append", metavar="PATH",
+                   help="a .egg store to read (repeatable; default: the stores the hits name)")
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="most characters of handoff text (default %(default)s)")
     a = p.parse_args(argv)
     if a.budget < 200:
         p.error("--budget must be at least 200 characters")
     try:
-        searcher = Searcher(Store.open(path) for path in a.egg)
+        searcher = Searcher(Store.open(path) for path in a.egg) if a.egg else None
         bad = run(searcher, sys.stdin, sys.stdout, a.budget)
     except (EggError, OSError) as e:
         stage.warn(PROG, str(e))

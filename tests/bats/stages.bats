@@ -100,7 +100,7 @@ save_sample() {
   run -2 "$BIN/egg-query" --egg "$EGG" --bogus
   [[ "$output" == *"unrecognized arguments: --bogus"* ]]
   run -2 "$BIN/egg-query" --egg "$EGG" --top-k many
-  run -2 "$BIN/egg-extract"
+  run -2 "$BIN/egg-extract" --bogus
   run -2 "$BIN/egg-extract" --egg "$EGG" --budget 10
   [[ "$output" == *"--budget must be at least 200"* ]]
 }
@@ -129,4 +129,22 @@ save_sample() {
   run -0 --separate-stderr bash -c 'set -o pipefail; "$1/egg" show "$2" --egg "$3" | head -c 10' _ "$BIN" "$key" "$EGG"
   [ "${#output}" -eq 10 ]
   [ -z "$stderr" ]
+}
+
+@test "egg-extract without --egg reads the stores its hits name" {
+  save_sample
+  record t9 "where is the invoice total" "rg -n total src/" "src/invoice.py:3: def total(lines):" "total is in src/invoice.py" \
+    | "$BIN/egg-save" --egg "$T/other.egg" >/dev/null
+  printf '%s\n%s\n' "$(query_line "how is the late_fee calculated")" "$(query_line "where is the invoice total")" >"$T/q.ndjson"
+  run -0 --separate-stderr sh -c '"$1/egg-query" --egg "$2" --egg "$3" <"$4" | "$1/egg-extract"' _ "$BIN" "$EGG" "$T/other.egg" "$T/q.ndjson"
+  [ -z "$stderr" ]
+  named="$output"
+  [[ "$(jq -r .handoff.text <<<"${lines[0]}")" == *"late_fee is computed in src/billing.py, line 42"* ]]
+  [[ "$(jq -r .handoff.text <<<"${lines[1]}")" == *"total is in src/invoice.py"* ]]
+  run -0 sh -c '"$1/egg-query" --egg "$2" --egg "$3" <"$4" | "$1/egg-extract" --egg "$2" --egg "$3"' _ "$BIN" "$EGG" "$T/other.egg" "$T/q.ndjson"
+  [ "$output" = "$named" ]  # the same as naming them
+  # a proposed call has no hits to name its stores: it needs --egg, and says so
+  run -1 --separate-stderr sh -c 'echo "{\"query\":{\"tool\":{\"name\":\"Bash\",\"input\":{\"command\":\"ls\"}}}}" | "$1/egg-extract"' _ "$BIN"
+  [[ "$stderr" == *"<stdin>:1: a proposed call is matched against every stored call: name the stores with --egg"* ]]
+  [ "$(jq -r .handoff.deny <<<"$output")" = "false" ]
 }
