@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from .errors import EggshellError
 from .config import Config, ConfigError, Selection
 
 MAX_DROPPED = 64
@@ -26,11 +27,11 @@ REASON_LINES = 200  # lines `egg why` keeps: a prompt's retrieval, then what eac
 LOCK_TIMEOUT_S = 2  # a hook never waits longer than this for another process of its chat
 
 
-class ChatStateError(ValueError):
+class ChatStateError(EggshellError, ValueError):
     """A control file whose content is not a chat state."""
 
 
-class ChatBusy(RuntimeError):
+class ChatBusy(EggshellError, RuntimeError):
     """Another process held the chat's lock for longer than LOCK_TIMEOUT_S."""
 
 

@@ -14,6 +14,7 @@ import shlex
 import stat
 import sys
 
+from .errors import EggshellError
 from . import __version__, config as _config, controls, eggfile as ef, stage
 from .identity import KeyError_, content_hex, display_key
 from .paths import PROJECT_CONFIG, Paths, UnsafePath, from_env, private_dir, secure_data_root
@@ -35,7 +36,7 @@ EGGS_GITIGNORE = """# Eggshell stores hold your prompts and tool outputs: privat
 """
 
 
-class CliError(Exception):
+class CliError(EggshellError):
     """A user-facing failure; exit status 2 unless `status` says otherwise."""
 
     def __init__(self, msg: str, status: int = 2):

@@ -27,6 +27,8 @@ import time
 
 import ujson
 
+from .errors import EggshellError
+
 SOCKET = "manager.sock"
 LOCK = "manager.lock"
 LOG = "manager.log"
@@ -107,7 +109,7 @@ class Connection:
             pass
 
 
-class NoManager(Exception):
+class NoManager(EggshellError):
     """Why a hook answers without the manager: `str(e)` for the log ('' when there is nothing
     to say: none runs), `start` whether starting one could help."""
 

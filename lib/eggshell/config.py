@@ -22,10 +22,11 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from .errors import EggshellError
 from .paths import PROJECT_CONFIG, Paths, find_project, refusal, untrusted
 
 
-class ConfigError(ValueError):
+class ConfigError(EggshellError, ValueError):
     """A config file that cannot be used; the message names the file and what to fix."""
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import ujson
 
+from .errors import EggshellError
 from .identity import canonical_json, hexdigest
 from .values import Apply, Atom, Auth, Op, dataclass_reduce
 
@@ -36,7 +37,7 @@ _OPS = {op.value: op for op in Op}
 _AUTHS = {a.value: a for a in Auth}
 
 
-class RecordError(ValueError):
+class RecordError(EggshellError, ValueError):
     """One line that is not a valid version-1 record (the message says what is wrong)."""
 
 

@@ -16,6 +16,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from .errors import EggshellError
+
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # The offline default is assembled from PyPI wheels by install.sh (see docs/install.md):
 # fastembed's all-MiniLM-L6-v2 description (mean pooling, 384 dimensions) over an int8 ONNX.
@@ -28,7 +30,7 @@ MIN_TAIL = 64  # a last window shorter than this joins the one before it
 BATCH = 8
 
 
-class ModelError(RuntimeError):
+class ModelError(EggshellError, RuntimeError):
     """The model cannot be loaded or used; the message says what to do."""
 
 

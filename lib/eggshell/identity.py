@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from .errors import EggshellError
 from .hashing import _len8, digest, hexdigest  # noqa: F401 - the one hash, re-exported
 from .values import Atom, Auth, Value
 
@@ -59,7 +60,7 @@ def display_key(v_or_hex: Value | str) -> str:
     return h[:DISPLAY_KEY_LEN]
 
 
-class KeyError_(LookupError):
+class KeyError_(EggshellError, LookupError):
     """A display key that names no Value, or more than one."""
 
 

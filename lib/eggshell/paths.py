@@ -14,6 +14,8 @@ import stat
 from collections import namedtuple
 from collections.abc import Mapping
 
+from .errors import EggshellError
+
 PROJECT_CONFIG = ".eggshell.toml"
 
 
@@ -54,7 +56,7 @@ def from_env(env: Mapping[str, str] | None = None) -> Paths:
     )
 
 
-class UnsafePath(ValueError):
+class UnsafePath(EggshellError, ValueError):
     """A store or data root another local user could have written: Eggshell records nothing into it."""
 
 

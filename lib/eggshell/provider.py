@@ -50,6 +50,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .errors import EggshellError
+
 MAX_REPLY_BYTES = 1 << 20  # a reply is a short list of ints; more is garbage, not a reply
 LOG_BYTES = 64 * 1024  # stderr passed to `log` per child; the rest is drained unseen
 LOG_LINE_CHARS = 500
@@ -108,7 +110,7 @@ def _wait(fd: int, event: int, timeout: float) -> bool:
         return bool(sel.select(max(timeout, 0.0)))
 
 
-class _Failure(Exception):
+class _Failure(EggshellError):
     """A provider failure; the child is killed and the message reported."""
 
 

@@ -15,8 +15,10 @@ from typing import IO, Any, Iterator
 
 import ujson
 
+from .errors import EggshellError
 
-class InputError(ValueError):
+
+class InputError(EggshellError, ValueError):
     """A malformed input line; str() names the line."""
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 
+from .errors import EggshellError
 from . import eggfile as ef
 from .identity import content_hex, resolve_key
 from .paths import fsync_dir, fsync_fd, private_dir, refusal, untrusted
@@ -29,7 +30,7 @@ from .values import Apply, Atom, Op, ShapeError, Value, union_admissible, walk
 LOCK_TIMEOUT_S = 30.0
 
 
-class EggError(Exception):
+class EggError(EggshellError):
     """A `.egg` file that cannot be read or written; the message names file and line."""
 
 

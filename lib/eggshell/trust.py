@@ -31,6 +31,7 @@ import stat
 from dataclasses import dataclass
 from typing import Iterable
 
+from .errors import EggshellError
 from .paths import fsync_dir, private_dir, refusal, untrusted, write_all
 from .standing import Standing
 
@@ -46,7 +47,7 @@ def _clean(data: bytes) -> bool:
             and not data.translate(None, b"0123456789abcdef+-\n"))
 
 
-class TrustError(Exception):
+class TrustError(EggshellError):
     """The ledger cannot be used (damaged, or someone else could have written it); the message names it and the fix."""
 
 

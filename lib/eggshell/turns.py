@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .errors import EggshellError
 from .events import terminal_text, well_formed
 from .identity import canonical_json
 from .values import Apply, Atom, E, Op, S, Value, apply
@@ -36,7 +37,7 @@ INTERRUPTED = "interrupted before final response"
 OBSERVED_MARK = "eggshell observed v1\n"  # + canonical JSON of a fingerprint: an Occurrence's last Exact argument
 
 
-class TurnError(ValueError):
+class TurnError(EggshellError, ValueError):
     """A turn record that cannot be compiled; the message says which field and why."""
 
 

@@ -15,10 +15,12 @@ import enum
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from .errors import EggshellError
+
 MAX_OUTCOME_OBSERVATIONS = 1024
 
 
-class ShapeError(ValueError):
+class ShapeError(EggshellError, ValueError):
     """An operator was applied to arguments of the wrong shape."""
 
 

@@ -43,6 +43,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from .errors import EggshellError
 from .identity import digest
 from .paths import fsync_dir, private_dir, write_all
 
@@ -62,11 +63,11 @@ _LITTLE = sys.byteorder == "little"
 _F32 = np.dtype("<f4")
 
 
-class SegmentError(ValueError):
+class SegmentError(EggshellError, ValueError):
     """A committed segment that cannot be trusted; it is ignored, never loaded."""
 
 
-class _Vanished(Exception):
+class _Vanished(EggshellError):
     """A segment removed (by a compaction) between listing and reading it."""
 
 

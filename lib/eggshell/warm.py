@@ -21,6 +21,7 @@ import os
 import pickle
 from typing import Callable, ContextManager
 
+from .errors import EggshellError
 from .config import Config
 from .engine import LiveWorkspace, Workspace
 from .freshness import Cache
@@ -33,7 +34,7 @@ WARM_LOCK_S = 0.05  # a warm commit's wait for a store lock held elsewhere: the 
 BACKFILL_WINDOWS = 4  # windows embedded per step of the manager: a prompt waits at most for one step
 
 
-class NotGrown(Exception):
+class NotGrown(EggshellError):
     """The tool worker has no workspace for these stores yet: the main worker answers (and builds it)."""
 
 

@@ -611,3 +611,23 @@ def test_union_refuses_values_with_different_provenance(egg, store):
     rc, _, err = egg("union", t1.id[:12], display_key(content_hex(w)), "--egg", store.path)  # an Outcome edge vs a Work
     assert rc == 1 and "same Exact footprint" in err
     assert store.graph.unions() == []
+
+
+def test_every_exception_eggshell_defines_has_the_one_base():
+    import importlib
+    import inspect
+    import pkgutil
+
+    import eggshell
+    from eggshell.errors import EggshellError
+
+    found = []
+    for m in pkgutil.walk_packages(eggshell.__path__, "eggshell."):
+        if m.name == "eggshell.__main__":
+            continue
+        mod = importlib.import_module(m.name)
+        for _, cls in inspect.getmembers(mod, inspect.isclass):
+            if cls.__module__ == m.name and issubclass(cls, BaseException):
+                found.append(cls)
+                assert issubclass(cls, EggshellError), "%s.%s" % (m.name, cls.__name__)
+    assert len(found) >= 20, found

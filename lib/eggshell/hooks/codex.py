@@ -18,6 +18,7 @@ import datetime as _dt
 import os
 from collections import namedtuple
 
+from ..errors import EggshellError
 from ..journal import Journal, sealed, turn_record
 from ..paths import Paths, UnsafePath, find_project, store_problem
 
@@ -31,7 +32,7 @@ DEFAULT_BUDGET = 8000  # handoff characters when a turn's selection does not say
 INQUIRY_CHARS = 4096  # characters of a prompt that search and matching see (see inquiry_of)
 
 
-class PayloadError(ValueError):
+class PayloadError(EggshellError, ValueError):
     """A hook payload without the fields its event needs."""
 
 
