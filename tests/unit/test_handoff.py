@@ -350,8 +350,14 @@ def test_extract_main_exit_status(store, monkeypatch, capsys):
         main("", "--budget", "199")
     assert e.value.code == 2
     with pytest.raises(SystemExit) as e:
-        extract.main([])
+        extract.main(["--bogus"])
     assert e.value.code == 2
+    # without --egg the hits name the stores: the same answer
+    capsys.readouterr()
+    named = {"query": {"text": "late_fee"}, "hits": [{"id": h.id, "store": h.store} for h in Searcher([store]).search("late_fee")]}
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(named) + "\n"))
+    assert extract.main([]) == 0
+    assert json.loads(capsys.readouterr().out)["handoff"]["text"]
 
 
 def test_extract_main_damaged_store_is_exit_2(store, monkeypatch, capsys):
