@@ -101,12 +101,11 @@ def run(searcher: Searcher | None, lines: IO[str], out: IO[str], budget: int, na
                                                                                        and _score(h.get("semantic")) for h in hits):
             msg = str(obj) if isinstance(obj, stage.InputError) else (
                 '%s:%d: expected {"query":{"text":...},"hits":[{"id":...},...]} or {"query":{"tool":{"name":...,"input":...}}}' % (name, n))
-            stage.warn(PROG, msg)
-            stage.write({"handoff": {"text": "", "keys": [], "omitted": [], "deny": False, "covered": []}, "error": msg}, out)
-            bad += 1
-            continue
-        if tool is not None and searcher is None:
+        elif tool is not None and searcher is None:
             msg = "%s:%d: a proposed call is matched against every stored call: name the stores with --egg" % (name, n)
+        else:
+            msg = None
+        if msg is not None:  # answered in step: an empty handoff, and why
             stage.warn(PROG, msg)
             stage.write({"handoff": {"text": "", "keys": [], "omitted": [], "deny": False, "covered": []}, "error": msg}, out)
             bad += 1

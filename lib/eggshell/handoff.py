@@ -270,11 +270,9 @@ def nominate(request: str, hits) -> list[str]:
     turn's request and answer before the best turn's third call.
     """
     q = list(dict.fromkeys(terms(request)))
-    ranked: list[tuple[int, int, str]] = []
-    for view, semantic in hits:
-        if (semantic is not None and semantic >= SEMANTIC_FLOOR) or relevance(q, searchable_text(view)) >= PROMPT_FLOOR:
-            r = len({t for _, t, _ in ranked})
-            ranked += [(r + d, r, i) for d, i in enumerate([view.id, *(t.id for t in relevant_tools(view, request))])]
+    bearing = [v for v, semantic in hits
+               if (semantic is not None and semantic >= SEMANTIC_FLOOR) or relevance(q, searchable_text(v)) >= PROMPT_FLOOR]
+    ranked = [(r + d, r, i) for r, v in enumerate(bearing) for d, i in enumerate([v.id, *(t.id for t in relevant_tools(v, request))])]
     return [i for _, _, i in sorted(ranked)]
 
 
@@ -511,9 +509,7 @@ def render_plan(plan, corpus, request: str, budget: int = DEFAULT_BUDGET, delive
     told = {b.key for b, s in pairs if s and all(c_key(g) in delivered for g in owner_gs[b.key])}
     pairs = [(b, s) for b, s in pairs if b.key not in told]  # this chat was already told it is out of date
     stale = {b.key for b, s in pairs if s}
-    priority: dict[str, int] = {}
-    for it in transport:
-        priority.setdefault(display_key(_hex(primary[it[1]])), len(priority))
+    priority = {k: n for n, k in enumerate(owner_gs)}  # first seen in transport: the plan's order
     shown, skipped = _fit(HEADER, [b for b, _ in pairs], budget, priority)
     fitted_owners = {b.key for b in shown} - stale  # a stale output was left out: not delivered
     fitted = [it for it in transport if display_key(_hex(primary[it[1]])) in fitted_owners]

@@ -230,7 +230,8 @@ def main(argv: list[str]) -> int:
         "Rank the recorded turns of .egg stores against each query line on stdin.",
         epilog="""input line:   {"query":{"text":"..."}}
 output line:  {"query":{...},"hits":[{"id","key","rank","score","session","turn","store","semantic"}]}
-("semantic": the provider's score when it counts the turn as related, else null)
+("semantic": the built-in model's cosine when it reaches the threshold, else null; null
+for every hit of a provider of your own, whose scale is its own)
 A malformed line is answered with {"hits":[],"error":...} so replies stay in step.
 
 example:

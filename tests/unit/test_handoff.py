@@ -366,3 +366,13 @@ def test_extract_main_damaged_store_is_exit_2(store, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO("{}\n"))
     assert extract.main(["--egg", store.path]) == 2
     assert capsys.readouterr().out == ""
+
+
+def test_extract_answers_a_hit_with_a_bad_semantic_score_as_a_malformed_line(store):
+    good = hits_line(store, "late_fee")
+    for bad_score in ("0.9", True, float("nan"), float("inf"), [0.5]):
+        line = dict(good, hits=[dict(h, semantic=bad_score) for h in good["hits"]])
+        bad, out = run(store, [line])
+        assert bad == 1 and out[0]["handoff"]["text"] == "" and "expected" in out[0]["error"], bad_score
+    bad, out = run(store, [dict(good, hits=[dict(h, semantic=0.8) for h in good["hits"]])])
+    assert bad == 0 and out[0]["handoff"]["text"]
