@@ -33,7 +33,7 @@ help:
 	@echo "  lock        resolve the dependencies afresh into requirements.lock and $(TEST_LOCK) (with hashes)"
 	@echo "  pytest      only the Python tests        bats  only the bats tests"
 	@echo "  bench       run every tests/bench/bench_*.py with the venv's Python"
-	@echo "  eval        retrieval quality and the handoff a new chat gets, on public sets: python -m eggshell.eval DATA (DATA=$(DATA))"
+	@echo "  eval        retrieval quality and the handoff a new chat gets, on public sets: python tests/eval/eggeval.py DATA (DATA=$(DATA))"
 	@echo "  lint        shellcheck bin/* install.sh .ci/run"
 	@echo "variables: EGGSHELL_PREFIX (now $(PREFIX)), DATA"
 
@@ -96,7 +96,7 @@ bench: $(PY)
 	done; exit $$rc
 
 eval: $(PY)
-	$(PY) -m eggshell.eval $(DATA)
+	$(PY) tests/eval/eggeval.py $(DATA)
 
 lint:
 	shellcheck bin/* install.sh .ci/run

@@ -327,7 +327,7 @@ fi
 # =============================================================================================
 step 3 "model check"
 step_hint="run ./install.sh again; if it fails the same way, report the log above"
-# The same code search runs: offline, the runtime's telemetry off (lib/eggshell/embed.py).
+# The same code search runs: offline, the runtime's telemetry off (lib/eggshell/search/embed.py).
 checked=$(ORT_DISABLE_TELEMETRY=1 HF_HUB_OFFLINE=1 "$vpy" -P -c \
   'import sys; from eggshell.__main__ import main; sys.exit(main(sys.argv[1:]))' egg model check --dir "$model_dir" 2>>"$log") \
   || die "fastembed could not load $model_dir and embed a sentence"

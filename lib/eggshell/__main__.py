@@ -9,13 +9,13 @@ import os
 import sys
 
 PROGRAMS = {
-    "egg": "eggshell.cli",
-    "egg-hook": "eggshell.hook",
-    "egg-index": "eggshell.index",
-    "egg-query": "eggshell.query",
-    "egg-extract": "eggshell.extract",
-    "egg-save": "eggshell.save",
-    "egg-manager": "eggshell.manager",  # started by egg-hook, not a bin/ command
+    "egg": "eggshell.cli.main",
+    "egg-hook": "eggshell.stages.hook",
+    "egg-index": "eggshell.stages.index",
+    "egg-query": "eggshell.stages.query",
+    "egg-extract": "eggshell.stages.extract",
+    "egg-save": "eggshell.stages.save",
+    "egg-manager": "eggshell.runtime.manager",  # started by egg-hook, not a bin/ command
 }
 
 
@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
     try:
         return module.main(argv[1:])
     except BrokenPipeError:  # `egg show KEY | head`: the reader has what it wanted
-        from .stage import reader_gone
+        from eggshell.stages.common import reader_gone
 
         reader_gone(sys.stdout)
         return 0
@@ -43,7 +43,7 @@ def private_tmp(env) -> None:
     even importing portalocker probes the system temp directory with a file of its own
     (tempfile.gettempdir). A data root that does not exist yet, or is another user's, leaves TMPDIR as it was.
     """
-    from .paths import from_env, private_dir
+    from eggshell.paths import from_env, private_dir
 
     root = from_env(env).data_root
     try:
@@ -60,7 +60,7 @@ def _hook(argv: list[str]) -> int:
     """egg-hook fails open even if Eggshell itself cannot be imported."""
     try:
         private_tmp(os.environ)
-        from . import hook
+        from eggshell.stages import hook
 
         return hook.main(argv)
     except BaseException as e:  # noqa: BLE001 - the agent must never be blocked

@@ -22,8 +22,8 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from .errors import EggshellError
-from .paths import PROJECT_CONFIG, Paths, find_project, refusal, untrusted
+from eggshell.errors import EggshellError
+from eggshell.paths import PROJECT_CONFIG, Paths, find_project, refusal, untrusted
 
 
 class ConfigError(EggshellError, ValueError):
@@ -262,7 +262,7 @@ def _check_rules(path: str, key: str, value: list, desc: str) -> tuple[str, ...]
     if not all(isinstance(v, str) and v for v in value):
         raise ConfigError("%s: %r must be %s, got %r" % (path, key, desc, value))
     if key == "redact":
-        from .redact import compile_extra
+        from eggshell.core.redact import compile_extra
 
         try:
             compile_extra(value)

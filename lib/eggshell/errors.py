@@ -4,19 +4,19 @@ Each error also keeps the built-in base that says what kind of failure it is (a 
 record is a ValueError, a busy chat a RuntimeError), so `except ValueError` still works.
 
     EggshellError
-    ├── EggError (store.py)             a store that cannot be read or written
-    ├── RecordError (eggfile.py), ShapeError (values.py)
+    ├── EggError (graph/store.py)       a store that cannot be read or written
+    ├── RecordError (graph/eggfile.py), ShapeError (core/values.py)
     │                                   a .egg line, a Value of the wrong shape
     ├── ConfigError (config.py)         a config file or key, with its file and line
     ├── UnsafePath (paths.py)           a path another user could redirect
-    ├── TrustError (trust.py)           the trust ledger
-    ├── TurnError (turns.py), InputError (stage.py), PayloadError (hooks/codex.py)
-    │                                   a turn record, an NDJSON line, a hook payload
-    ├── ChatStateError, ChatBusy (chat.py), KeyError_ (identity.py)
-    ├── ModelError (embed.py), SegmentError (vectors.py)
-    ├── CliError (cli.py)               a command's usage or outcome, with its exit status
-    └── signals that never leave their module: NoManager (client.py), NotGrown (warm.py),
-        _Failure (provider.py), _Vanished (vectors.py)
+    ├── TrustError (graph/trust.py)     the trust ledger
+    ├── TurnError (graph/turns.py), InputError, Refused (stages/common.py), PayloadError (runtime/turnflow.py)
+    │                                   a turn record, an NDJSON line, a message a stage refuses, a hook payload
+    ├── ChatStateError, ChatBusy (runtime/chat.py), KeyError_ (core/identity.py)
+    ├── ModelError (search/embed.py), SegmentError (search/vectors.py)
+    ├── CliError (cli/common.py)        a command's usage or outcome, with its exit status
+    └── signals that never leave their module: NoManager (runtime/client.py), NotGrown (runtime/warm.py),
+        _Failure (search/provider.py), _Vanished (search/vectors.py)
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import stat
 from collections import namedtuple
 from collections.abc import Mapping
 
-from .errors import EggshellError
+from eggshell.errors import EggshellError
 
 PROJECT_CONFIG = ".eggshell.toml"
 

@@ -14,8 +14,8 @@ setup() {
 }
 
 # hook STDIN: run egg-hook codex with STDIN, stderr kept apart from stdout.
-hook() {
-  run -0 --separate-stderr "$BIN/egg-hook" codex <<<"$1"
+hook() { # hook PAYLOAD [HOST]: egg-hook HOST (codex by default), as the host's hooks file runs it
+  run -0 --separate-stderr "$BIN/egg-hook" "${2:-codex}" <<<"$1"
   one_json_object
 }
 
@@ -149,10 +149,10 @@ turn() { # turn TURN PROMPT COMMAND OUTPUT [ANSWER]
 
 @test "Claude Code payloads: prompt_id and tool_response as {stdout, stderr}" {
   base="$(jq -cn --arg cwd "$PROJ" '{session_id:"claude-1", cwd:$cwd}')"
-  hook "$(jq -c '. + {hook_event_name:"UserPromptSubmit", prompt_id:"p1", prompt:"why does make build fail?"}' <<<"$base")"
+  hook "$(jq -c '. + {hook_event_name:"UserPromptSubmit", prompt_id:"p1", prompt:"why does make build fail?"}' <<<"$base")" claude
   hook "$(jq -c '. + {hook_event_name:"PostToolUse", tool_name:"Bash", tool_use_id:"toolu_1", tool_input:{command:"make build"},
-    tool_response:{stdout:"cc -c main.c\n", stderr:"main.c:3: error: expected ;"}}' <<<"$base")"
-  hook "$(jq -c '. + {hook_event_name:"Stop", last_assistant_message:"a missing semicolon in main.c"}' <<<"$base")"
+    tool_response:{stdout:"cc -c main.c\n", stderr:"main.c:3: error: expected ;"}}' <<<"$base")" claude
+  hook "$(jq -c '. + {hook_event_name:"Stop", last_assistant_message:"a missing semicolon in main.c"}' <<<"$base")" claude
   [ "$output" = "{}" ]
   run -0 "$BIN/egg" find make build --egg "$STORE"
   run -0 "$BIN/egg" show "${output:0:12}" --egg "$STORE"

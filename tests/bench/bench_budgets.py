@@ -36,7 +36,7 @@ sys.path.insert(0, HERE)
 
 from bench_hook import hook_env  # noqa: E402
 from eggshell import config  # noqa: E402
-from eggshell.journal import Journal  # noqa: E402
+from eggshell.runtime.journal import Journal  # noqa: E402
 
 HOOK = os.path.join(REPO, "bin", "egg-hook")
 EGG = os.path.join(REPO, "bin", "egg")

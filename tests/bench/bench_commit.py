@@ -19,9 +19,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "lib"))
 
-from eggshell import eggfile as ef  # noqa: E402
-from eggshell.store import Store, write_compact  # noqa: E402
-from eggshell.turns import compile_turn, parse_turn  # noqa: E402
+from eggshell.graph import eggfile as ef  # noqa: E402
+from eggshell.graph.store import Store, write_compact  # noqa: E402
+from eggshell.graph.turns import compile_turn, parse_turn  # noqa: E402
 
 TARGET = 1.5
 
@@ -47,11 +47,11 @@ def build(path: str, n: int) -> None:
     g.header = ef.Header("bench-authority", ef.VERSION, "2026-01-01T00:00:00.000000Z")
     for i in range(n):
         c = compile_turn(parse_turn(record(i)))
-        from eggshell.identity import content_hex
+        from eggshell.core.identity import content_hex
 
         ids = tuple(content_hex(r) for r in c.roots)
         for r in c.roots:
-            from eggshell.values import walk
+            from eggshell.core.values import walk
 
             for node in walk(r):
                 g.nodes[content_hex(node)] = node

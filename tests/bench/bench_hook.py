@@ -54,9 +54,11 @@ sys.path.insert(0, os.path.join(REPO, "lib"))
 sys.path.insert(0, HERE)
 
 from bench_commit import record  # noqa: E402
-from eggshell import client, fingerprint, freshness  # noqa: E402
-from eggshell.store import Store  # noqa: E402
-from eggshell.turns import compile_turn, parse_turn  # noqa: E402
+from eggshell.runtime import client
+from eggshell.reuse import fingerprint
+from eggshell.reuse import freshness  # noqa: E402
+from eggshell.graph.store import Store  # noqa: E402
+from eggshell.graph.turns import compile_turn, parse_turn  # noqa: E402
 
 HOOK = os.path.join(REPO, "bin", "egg-hook")
 TARGETS_MS = {"PostToolUse": 60, "Stop": 60, "UserPromptSubmit": 300, "PreToolUse": 100}

@@ -2,7 +2,7 @@
 
 Measured, each the median of --runs (CPU time of this process where it says so, which the
 shared machine's other load disturbs less than wall time):
-1. Import: `import eggshell.redact` in a fresh interpreter (-X importtime), and the first
+1. Import: `import eggshell.core.redact` in a fresh interpreter (-X importtime), and the first
    call on a text that compiles every rule (a process compiles only the rules whose trigger
    occurs, once).
 2. Per text, warm (rules compiled): redact_text on a 4 KB and a 100 KB slice of the standard
@@ -42,17 +42,17 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 LIB = os.path.join(REPO, "lib")
 sys.path.insert(0, LIB)
 
-from eggshell import redact  # noqa: E402
+from eggshell.core import redact  # noqa: E402
 
 HOOK_ENTRY = """import sys
-from eggshell import hook
+from eggshell.stages import hook
 %s
 sys.exit(hook.main(["codex"]))
 """
 # Byte code is cached as in an installed venv (this environment may say PYTHONDONTWRITEBYTECODE).
 PY_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 PY_ENV.setdefault("PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(), "eggshell-bench-pycache"))
-NO_REDACTION = "from eggshell.hooks import codex; codex._redact = lambda payload, rules: None"
+NO_REDACTION = "from eggshell.runtime import turnflow as codex; codex._redact = lambda payload, rules: None"
 
 
 def stdlib_text(n: int) -> str:
@@ -84,20 +84,20 @@ def cpu_ms(fn, runs: int) -> float:
 
 
 def import_ms() -> tuple[float, float]:
-    """(import eggshell.redact, first redact_text compiling every rule) in a fresh interpreter, ms."""
-    probe = ("import time, sys; t=time.process_time(); from eggshell import redact; a=time.process_time()-t; "
+    """(import eggshell.core.redact, first redact_text compiling every rule) in a fresh interpreter, ms."""
+    probe = ("import time, sys; t=time.process_time(); from eggshell.core import redact; a=time.process_time()-t; "
              "s=' '.join(str(r[2]) for r in redact._RULES); t=time.process_time(); redact.redact_text(s); "
              "print(a*1000, (time.process_time()-t)*1000)")
     env = dict(PY_ENV, PYTHONPATH=LIB)
-    subprocess.run([sys.executable, "-c", "import eggshell.hook, eggshell.hooks.codex, eggshell.redact"], env=env, check=True)  # byte code
+    subprocess.run([sys.executable, "-c", "import eggshell.stages.hook, eggshell.runtime.turnflow, eggshell.core.redact"], env=env, check=True)  # byte code
     out = [tuple(map(float, subprocess.run([sys.executable, "-c", probe], env=env, check=True, capture_output=True,
                                            text=True).stdout.split())) for _ in range(5)]
     return statistics.median(x[0] for x in out), statistics.median(x[1] for x in out)
 
 
 FRESH_PROBE = """import json, sys, time
-from eggshell import hook
-from eggshell.hooks import codex
+from eggshell.stages import hook
+from eggshell.runtime import turnflow as codex
 payload = json.loads(sys.stdin.read())
 t = time.process_time()
 codex._redact(payload, None)
@@ -181,7 +181,7 @@ def main() -> int:
     a = ap.parse_args()
 
     imp, first = import_ms()
-    print("import eggshell.redact: %.1f ms; first call compiling all %d rules: %.1f ms" % (imp, len(redact._RULES), first))
+    print("import eggshell.core.redact: %.1f ms; first call compiling all %d rules: %.1f ms" % (imp, len(redact._RULES), first))
 
     texts = {"4 KB": stdlib_text(4_000), "100 KB": stdlib_text(100_000), "1 MB": stdlib_text(1_000_000)}
     redact.redact_text(texts["1 MB"])  # compile what the corpus triggers

@@ -166,7 +166,7 @@ def prompts_for(recs: list[dict], n: int, seed: int) -> list[str]:
 
 def record_text(r: dict) -> str:
     """A record's searchable text without a store: the rule of records.searchable_text."""
-    from eggshell.records import OUTPUT_CAP, RECORD_CAP
+    from eggshell.graph.records import OUTPUT_CAP, RECORD_CAP
 
     parts = [r["prompt"], r["answer"]] + [x for c in r["tools"] for x in (c["input"]["command"], c["output"][:OUTPUT_CAP])]
     return "\n".join(p for p in parts if p)[:RECORD_CAP]
@@ -174,11 +174,11 @@ def record_text(r: dict) -> str:
 
 def build_store(path: str, recs: list[dict]) -> None:
     """Write a store of these turns in one compacted write (how it got there is not measured)."""
-    from eggshell import eggfile as ef
-    from eggshell.identity import content_hex
-    from eggshell.store import Store, write_compact
-    from eggshell.turns import compile_turn, parse_turn
-    from eggshell.values import walk
+    from eggshell.graph import eggfile as ef
+    from eggshell.core.identity import content_hex
+    from eggshell.graph.store import Store, write_compact
+    from eggshell.graph.turns import compile_turn, parse_turn
+    from eggshell.core.values import walk
 
     g = Store(path).graph
     g.header = ef.Header("bench-authority", ef.VERSION, "2026-01-01T00:00:00.000000Z")
@@ -279,9 +279,9 @@ class WarmQuery:
 
 
 def bench_ratio(enc, sizes: list[int], reps: int, root: str, per_record: int = 3) -> dict:
-    from eggshell.embed import Window
-    from eggshell.semantic import SemanticIndex
-    from eggshell.vectors import VectorCache
+    from eggshell.search.embed import Window
+    from eggshell.search.semantic import SemanticIndex
+    from eggshell.search.vectors import VectorCache
 
     rng = np.random.default_rng(1)
     filler = ("x" * 60 + " ") * 40  # ~2.4k characters: a record of three windows
@@ -354,7 +354,7 @@ def bench_ratio(enc, sizes: list[int], reps: int, root: str, per_record: int = 3
 
 
 def bench_throughput(short: list[str], windows: list[str], reps: int) -> dict:
-    from eggshell.embed import Encoder
+    from eggshell.search.embed import Encoder
 
     encs = {"default threads": Encoder(), "threads=1": Encoder(threads=1)}
     for e in encs.values():
@@ -384,8 +384,8 @@ def fill_cache(enc, data_root: str, texts: list[str], sample: int, rng: np.rando
     `sample` windows are embedded for real; every other window gets a real vector plus noise.
     Written in batches of semantic.EMBED_BATCH, one segment each, as SemanticIndex.ensure does.
     """
-    from eggshell.semantic import EMBED_BATCH, MAX_WINDOWS
-    from eggshell.vectors import VectorCache, vectors_root
+    from eggshell.search.semantic import EMBED_BATCH, MAX_WINDOWS
+    from eggshell.search.vectors import VectorCache, vectors_root
 
     t0 = time.perf_counter()
     wins = list(dict.fromkeys(w.text for t in texts for w in enc.windows(t)[:MAX_WINDOWS]))
@@ -405,9 +405,10 @@ def fill_cache(enc, data_root: str, texts: list[str], sample: int, rng: np.rando
 
 def prepare_turns(root: str, n: int, sample: int, embed_all: bool, enc) -> dict:
     """A project store of n turns and a data root whose cache covers their texts."""
-    from eggshell.index import Provider, Settings
-    from eggshell.query import Searcher
-    from eggshell.store import Store
+    from eggshell.search.local import Provider
+    from eggshell.search.rank import Settings
+    from eggshell.search.searcher import Searcher
+    from eggshell.graph.store import Store
 
     data_root = os.path.join(root, "data-%d" % n)
     store = os.path.join(root, "work-%d.egg" % n)
@@ -451,7 +452,8 @@ def prepare_turns(root: str, n: int, sample: int, embed_all: bool, enc) -> dict:
 def rss_child(data_root: str) -> int:
     """Run in a fresh process: a hybrid Provider answering queries over the records in
     data_root/texts.json (decoded as egg-index decodes a request); print JSON."""
-    from eggshell.index import Provider, Settings
+    from eggshell.search.local import Provider
+    from eggshell.search.rank import Settings
 
     s0 = proc_status()
     with open(os.path.join(data_root, "texts.json"), encoding="utf-8") as f:
@@ -506,7 +508,7 @@ def bench_cold(data_root: str, texts: list[str], queries: list[str], runs: int, 
 
     --trace makes the child record its own timings (lexical, semantic, total), so the rest of
     the first answer's time is start-up: the interpreter, imports, JSON both ways."""
-    from eggshell.provider import ProviderClient
+    from eggshell.search.provider import ProviderClient
 
     trace = os.path.join(data_root, "bench-trace.jsonl")
     argv = [os.path.join(REPO, "bin", "egg-index"), "--mode", "hybrid", "--trace", trace]
@@ -543,10 +545,11 @@ def bench_cold(data_root: str, texts: list[str], queries: list[str], runs: int, 
 
 def bench_prompt(info: dict, queries: list[str], budget_s: float, max_n: int) -> dict:
     from eggshell.config import Config
-    from eggshell.index import Provider, Settings
-    from eggshell.matcher import in_process
-    from eggshell.query import Searcher, semantic_depth
-    from eggshell.store import Store
+    from eggshell.search.local import Provider
+    from eggshell.search.rank import Settings
+    from eggshell.search.matcher import in_process
+    from eggshell.search.searcher import Searcher, semantic_depth
+    from eggshell.graph.store import Store
 
     cfg = Config()
     logs: list[str] = []
@@ -658,7 +661,7 @@ def main() -> int:
         os.environ[var] = os.path.join(tmp.name, sub)
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "lib"))
 
-    from eggshell.embed import Encoder
+    from eggshell.search.embed import Encoder
 
     enc = Encoder()
     t = time.perf_counter()

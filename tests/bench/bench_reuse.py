@@ -240,8 +240,8 @@ def project(root: str, n: int) -> str:
 
 def build_stores(root: str, sizes: list[int], recs: list[dict]) -> dict[int, str]:
     """One project per size, its store holding the first size/5 turns, saved turn by turn with save_turn."""
-    from eggshell.save import save_turn
-    from eggshell.store import Store
+    from eggshell.graph.save import save_turn
+    from eggshell.graph.store import Store
 
     projs = {n: project(root, n) for n in sizes}
     marks = {n: os.path.join(projs[n], ".eggs", "built-%d" % len(recs)) for n in sizes}
@@ -270,8 +270,8 @@ def build_stores(root: str, sizes: list[int], recs: list[dict]) -> dict[int, str
 
 
 def open_workspace(proj: str):
-    from eggshell import engine
-    from eggshell.store import Store
+    from eggshell.reuse import engine
+    from eggshell.graph.store import Store
 
     store = Store.open(os.path.join(proj, ".eggs", "work.egg"))
     return store, engine.workspace([store.graph])
@@ -290,8 +290,8 @@ def bench_paths(root: str):
 
 def bench_build(projs: dict[int, str], reps: int) -> dict[str, dict[int, list[float]]]:
     """Store.open and engine.workspace per size, interleaved; each part and their sum."""
-    from eggshell import engine
-    from eggshell.store import Store
+    from eggshell.reuse import engine
+    from eggshell.graph.store import Store
 
     t: dict[str, dict[int, list[float]]] = {k: {n: [] for n in projs} for k in ("open", "workspace", "build")}
     sizes = list(projs)
@@ -311,9 +311,9 @@ def bench_build(projs: dict[int, str], reps: int) -> dict[str, dict[int, list[fl
 
 def bench_engine(wss: dict, calls: list[tuple[str, str]], prompts: list[str], reps: int) -> dict:
     """Warm engine.handoff for each inquiry at every size, interleaved, the size order rotating."""
-    from eggshell import engine
-    from eggshell.handoff import data_share
-    from eggshell.turns import work_text
+    from eggshell.reuse import engine
+    from eggshell.reuse.render import data_share
+    from eggshell.graph.turns import work_text
 
     sizes = list(wss)
     res = {k: {n: [] for n in sizes} for k in ("call", "prompt", "call_first", "prompt_first")}
@@ -361,7 +361,7 @@ def seed_chat_state(paths, session: str, n_keys: int = 300) -> None:
     """A chat that has been given some evidence already: realistic delivery keys to load."""
     import hashlib
 
-    from eggshell.delivery import Deliveries
+    from eggshell.reuse.delivery import Deliveries
 
     keys = ["%s:%s:%s" % ("gd"[i % 2], hashlib.sha256(b"o%d" % i).hexdigest(), hashlib.sha256(b"p%d" % i).hexdigest()) for i in range(n_keys)]
     Deliveries(paths.state_dir, session).add(keys)
@@ -371,10 +371,10 @@ def hook_work(ws, cfg, paths, session: str, tool_input: dict) -> tuple[dict, boo
     """The PreToolUse branch of hooks/codex.py with the store and workspace already in memory."""
     import ujson
 
-    from eggshell.delivery import Deliveries
-    from eggshell.engine import handoff
-    from eggshell.intrinsic import canonical_tool_work
-    from eggshell.records import command_of
+    from eggshell.reuse.delivery import Deliveries
+    from eggshell.reuse.engine import handoff
+    from eggshell.reuse.intrinsic import canonical_tool_work
+    from eggshell.graph.records import command_of
 
     work = canonical_tool_work("Bash", tool_input)
     chat = Deliveries(paths.state_dir, session)
@@ -415,8 +415,8 @@ def bench_hook_cold(root: str, proj: str, calls: list[tuple[str, str]], runs: in
         os.symlink(real_venv(), link)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EGGSHELL_", "CODEX_"))}
     env.update(EGGSHELL_PREFIX=prefix, EGGSHELL_DATA_ROOT=os.path.join(root, "data-cold"), CODEX_HOME=os.path.join(root, "codex"))
-    from eggshell import trust
-    from eggshell.store import Store
+    from eggshell.graph import trust
+    from eggshell.graph.store import Store
 
     # The store was saved under the run's other data root: trust it here too, as `egg trust` would.
     trust.record(env["EGGSHELL_DATA_ROOT"], sorted(Store.open(os.path.join(proj, ".eggs", "work.egg")).graph.commits))
@@ -577,8 +577,8 @@ def main() -> int:
             big, given[big], len(prompts), given[sizes[0]], sizes[0]))
 
     if failed or a.profile:
-        from eggshell import engine
-        from eggshell.turns import work_text
+        from eggshell.reuse import engine
+        from eggshell.graph.turns import work_text
 
         # the slowest call and prompt at the largest size, by their first-pass times
         ci = max(range(len(calls)), key=lambda i: r["call_first"][big][i])

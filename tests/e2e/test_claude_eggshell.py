@@ -28,7 +28,7 @@ from fake_anthropic_server import FakeAnthropicServer, hook_contexts, tool_resul
 from test_codex_eggshell import _egg
 from test_codex_reuse import RG_SHIM, _project  # the same small project and counting rg shim
 
-from eggshell.handoff import data_share
+from eggshell.reuse.render import data_share
 
 pytestmark = pytest.mark.e2e
 

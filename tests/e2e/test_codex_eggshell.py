@@ -17,7 +17,7 @@ import pytest
 
 from fake_model_server import FakeModelServer, developer_messages
 
-from eggshell import handoff as handoff_mod
+from eggshell.reuse import render as handoff_mod
 
 from codex_harness import CodexHome, wait_until
 

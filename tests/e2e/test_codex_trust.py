@@ -33,7 +33,7 @@ from fake_model_server import FakeModelServer, developer_messages
 from test_codex_eggshell import _egg
 from test_codex_reuse import BLOCKED, _call_id, _output_of
 
-from eggshell import handoff
+from eggshell.reuse import render as handoff
 
 pytestmark = pytest.mark.e2e
 

@@ -20,9 +20,9 @@ LIB = os.path.join(REPO, "lib")
 if LIB not in sys.path:
     sys.path.insert(0, LIB)
 
-from eggshell import eggfile as ef  # noqa: E402
-from eggshell.identity import content_hex  # noqa: E402
-from eggshell.values import Value, walk  # noqa: E402
+from eggshell.graph import eggfile as ef  # noqa: E402
+from eggshell.core.identity import content_hex  # noqa: E402
+from eggshell.core.values import Value, walk  # noqa: E402
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:

@@ -13,8 +13,8 @@ import subprocess
 
 from eggshell import config
 from eggshell.paths import PROJECT_CONFIG
-from eggshell.save import save_turn
-from eggshell.store import Store
+from eggshell.graph.save import save_turn
+from eggshell.graph.store import Store
 
 from . import bash, turn_record
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from eggshell.intrinsic import Corpus, candidates_from
-from eggshell.logical import logical
-from eggshell.turns import compile_turn, parse_turn, work_text
-from eggshell.values import Atom
+from eggshell.reuse.intrinsic import Corpus, candidates_from
+from eggshell.reuse.logical import logical
+from eggshell.graph.turns import compile_turn, parse_turn, work_text
+from eggshell.core.values import Atom
 
 # -- factories --------------------------------------------------------------------------
 

@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 import helpers  # noqa: F401  (puts lib/ on sys.path)
-from eggshell.identity import content_hex
-from eggshell.values import Apply, Atom, Auth, E, Op, S, Value, apply
+from eggshell.core.identity import content_hex
+from eggshell.core.values import Apply, Atom, Auth, E, Op, S, Value, apply
 
 # -- Values -----------------------------------------------------------------------
 

@@ -9,10 +9,11 @@ import os
 import pytest
 from hypothesis import given, strategies as st
 
-from eggshell import chat as chat_mod, config
-from eggshell.chat import MAX_DROPPED, Chat, ChatBusy, ChatControl, control_path
+from eggshell.runtime import chat as chat_mod
+from eggshell import config
+from eggshell.runtime.chat import MAX_DROPPED, Chat, ChatBusy, ChatControl, control_path
 from eggshell.config import Selection
-from eggshell.delivery import Deliveries
+from eggshell.reuse.delivery import Deliveries
 from eggshell.paths import PROJECT_CONFIG, Paths
 
 

@@ -10,11 +10,13 @@ import sys
 
 import pytest
 
-from eggshell import cli, config
+from eggshell.cli import main as cli
+from eggshell.cli.setup import EGGS_GITIGNORE
+from eggshell import config
 from eggshell.paths import PROJECT_CONFIG
-from eggshell.records import turn_views
-from eggshell.save import save_turn
-from eggshell.store import Store
+from eggshell.graph.records import turn_views
+from eggshell.graph.save import save_turn
+from eggshell.graph.store import Store
 from helpers import bash, read_bytes, turn_record
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -77,7 +79,7 @@ def test_init_writes_config_and_private_eggs_dir(egg):
     assert cfg.read_text() == config.PROJECT_TEMPLATE
     eggs = egg.cwd / ".eggs"
     assert eggs.is_dir() and eggs.stat().st_mode & 0o777 == 0o700
-    assert (eggs / ".gitignore").read_text() == cli.EGGS_GITIGNORE
+    assert (eggs / ".gitignore").read_text() == EGGS_GITIGNORE
     assert "wrote    %s" % cfg in out and "egg install codex" in out
 
 
@@ -93,7 +95,7 @@ def test_init_is_idempotent_and_keeps_an_existing_config(egg, tmp_path):
     assert (proj / PROJECT_CONFIG).read_text() == custom
     assert (proj / ".eggs" / ".gitignore").read_text() == "mine\n"
     # the configured store's directory is made, with its own .gitignore
-    assert (proj / "store" / ".gitignore").read_text() == cli.EGGS_GITIGNORE
+    assert (proj / "store" / ".gitignore").read_text() == EGGS_GITIGNORE
 
 
 def test_init_gitignore_keeps_stores_out_of_git(egg):
@@ -524,23 +526,22 @@ def test_bin_egg_runs_the_checkout(tmp_path):
 
 def _project_with_turns(tmp_path, monkeypatch, n=5):
     from eggshell import config as _cfg
-    from eggshell import save as _save
-
+    from eggshell.graph.save import save_turn
     proj = tmp_path / "idxproj"
     proj.mkdir()
     (proj / ".eggshell.toml").write_text(_cfg.PROJECT_TEMPLATE)
     store = Store.open(str(proj / ".eggs" / "work.egg"))
     for i in range(n):
-        _save.save_turn(store, {"session": "s", "turn": "t%d" % i, "cwd": str(proj), "prompt": "where is loader_%d defined" % i,
+        save_turn(store, {"session": "s", "turn": "t%d" % i, "cwd": str(proj), "prompt": "where is loader_%d defined" % i,
                                 "tools": [], "answer": "loader_%d is in src/m%d.py" % (i, i)}, str(proj))
     monkeypatch.chdir(proj)
     return proj
 
 
 def test_index_embeds_what_the_cache_lacks_then_nothing(tmp_path, monkeypatch, capsys):
-    from eggshell import cli as _cli
-    from eggshell.embed import Encoder
-    from eggshell.vectors import VectorCache
+    from eggshell.cli import main as _cli
+    from eggshell.search.embed import Encoder
+    from eggshell.search.vectors import VectorCache
 
     _project_with_turns(tmp_path, monkeypatch)
     data = tmp_path / "data"
@@ -563,7 +564,7 @@ def test_index_embeds_what_the_cache_lacks_then_nothing(tmp_path, monkeypatch, c
 
 
 def test_index_with_semantic_search_off_does_nothing(tmp_path, monkeypatch, capsys):
-    from eggshell import cli as _cli
+    from eggshell.cli import main as _cli
 
     proj = _project_with_turns(tmp_path, monkeypatch, n=1)
     (proj / ".eggshell.toml").write_text('mode = "lexical"\n')
@@ -574,7 +575,7 @@ def test_index_with_semantic_search_off_does_nothing(tmp_path, monkeypatch, caps
 
 
 def test_model_install_of_the_default_reports_where_it_is(monkeypatch, capsys):
-    from eggshell import cli as _cli
+    from eggshell.cli import main as _cli
 
     monkeypatch.delenv("EGGSHELL_PREFIX", raising=False)
     assert _cli.main(["model", "install", "all-MiniLM-L6-v2"]) == 0
@@ -585,8 +586,8 @@ def test_model_install_of_the_default_reports_where_it_is(monkeypatch, capsys):
 
 
 def test_union_and_split_a_pair_of_works(egg, store):
-    from eggshell.identity import content_hex, display_key
-    from eggshell.store import Store
+    from eggshell.core.identity import content_hex, display_key
+    from eggshell.graph.store import Store
 
     t1 = view_of(store, "t1").tools[0]
     other = next(t for v in turn_views(store.graph) for t in v.tools if t.work != t1.work)
@@ -606,7 +607,7 @@ def test_union_and_split_a_pair_of_works(egg, store):
 def test_union_refuses_values_with_different_provenance(egg, store):
     t1 = view_of(store, "t1").tools[0]
     w = store.graph.nodes[t1.id].args[0].target
-    from eggshell.identity import content_hex, display_key
+    from eggshell.core.identity import content_hex, display_key
 
     rc, _, err = egg("union", t1.id[:12], display_key(content_hex(w)), "--egg", store.path)  # an Outcome edge vs a Work
     assert rc == 1 and "same Exact footprint" in err

@@ -8,13 +8,16 @@ import stat
 
 import pytest
 
-from eggshell import cli, config, controls
-from eggshell.chat import Chat, ChatControl
-from eggshell.journal import Journal
+from eggshell.cli import main as cli
+from eggshell import config
+from eggshell.cli import controls, doctor
+from eggshell.hosts.codex import HOST as CODEX
+from eggshell.runtime.chat import Chat, ChatControl
+from eggshell.runtime.journal import Journal
 from eggshell.paths import PROJECT_CONFIG, from_env, private_dir
-from eggshell.records import turn_views
-from eggshell.save import save_turn
-from eggshell.store import Store
+from eggshell.graph.records import turn_views
+from eggshell.graph.save import save_turn
+from eggshell.graph.store import Store
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(REPO, "bin")
@@ -368,7 +371,7 @@ def test_inspect_lists_every_path(egg):
 # -- doctor ---------------------------------------------------------------------------------------------
 
 
-def install_codex_hooks(egg, events=cli.HOOK_EVENTS):
+def install_codex_hooks(egg, events=CODEX.events):
     hooks = {e: [{"hooks": [{"type": "command", "command": "%s codex" % os.path.join(BIN, "egg-hook")}]}] for e in events}
     os.makedirs(egg.paths.codex_home, exist_ok=True)
     with open(os.path.join(egg.paths.codex_home, "hooks.json"), "w") as f:
@@ -380,13 +383,13 @@ def test_doctor_all_good(egg, monkeypatch):
     model = egg.tmp / "model"
     model.mkdir()
     (model / "model.onnx").write_bytes(b"x")
-    monkeypatch.setattr("eggshell.embed.default_model_dir", lambda prefix=None: str(model))
+    monkeypatch.setattr("eggshell.search.embed.default_model_dir", lambda prefix=None: str(model))
     rc, out, err = egg("doctor")
     lines = out.splitlines()
     assert (rc, err) == (0, "")
     assert lines == [
         "ok   egg-hook is installed at %s" % os.path.join(BIN, "egg-hook"),
-        "ok   Codex hooks: %s runs egg-hook for %s" % (os.path.join(egg.paths.codex_home, "hooks.json"), ", ".join(cli.HOOK_EVENTS)),
+        "ok   Codex hooks: %s runs egg-hook for %s" % (os.path.join(egg.paths.codex_home, "hooks.json"), ", ".join(CODEX.events)),
         "note Codex runs new or changed hooks only once you review and trust them: open /hooks in Codex",
         "ok   config loads: %s (default profile work)" % (egg.proj / PROJECT_CONFIG),
         "ok   embedding model at %s" % model,
@@ -396,7 +399,7 @@ def test_doctor_all_good(egg, monkeypatch):
 
 
 def test_doctor_reports_a_saved_turn_stuck_in_the_queue(egg):
-    from eggshell.journal import Journal
+    from eggshell.runtime.journal import Journal
 
     j = Journal(egg.paths.journal_dir)
     j.append("s", "t", {"event": "prompt", "session": "s", "turn": "t", "cwd": str(egg.proj), "prompt": "p",
@@ -415,9 +418,9 @@ def test_doctor_reports_a_saved_turn_stuck_in_the_queue(egg):
 
 
 def test_doctor_reports_each_failure_with_its_fix(egg, monkeypatch):
-    install_codex_hooks(egg, events=cli.HOOK_EVENTS[:2])
+    install_codex_hooks(egg, events=CODEX.events[:2])
     (egg.proj / PROJECT_CONFIG).write_text("top_k = 0\n")
-    monkeypatch.setattr("eggshell.embed.default_model_dir", lambda prefix=None: str(egg.tmp / "nomodel"))
+    monkeypatch.setattr("eggshell.search.embed.default_model_dir", lambda prefix=None: str(egg.tmp / "nomodel"))
     bindir = egg.tmp / "bin"
     bindir.mkdir()
     (bindir / "egg-hook").write_text("#!/bin/sh\n")  # not executable
@@ -432,7 +435,7 @@ def test_doctor_reports_each_failure_with_its_fix(egg, monkeypatch):
     assert rc == 1
     assert lines[0] == "FAIL egg-hook is missing or not executable at %s: run ./install.sh" % (bindir / "egg-hook")
     assert lines[1].startswith("FAIL Codex hooks: ") and lines[1].endswith(
-        "lacks egg-hook for %s: run `egg install codex`" % ", ".join(cli.HOOK_EVENTS[2:]))
+        "lacks egg-hook for %s: run `egg install codex`" % ", ".join(CODEX.events[2:]))
     assert lines[3].startswith("FAIL config: %s: 'top_k' must be" % (egg.proj / PROJECT_CONFIG))
     assert lines[4].startswith("FAIL embedding model missing at ") and "run ./install.sh" in lines[4]
     if os.geteuid() != 0:  # root writes anywhere
@@ -445,19 +448,21 @@ def test_doctor_without_codex_hooks_and_with_claude_settings(egg):
     (claude / "settings.json").write_text(json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "egg-hook claude"}]}]}}))
     out = egg("doctor")[1].splitlines()
     assert out[1] == "FAIL Codex hooks: %s does not exist: run `egg install codex`" % os.path.join(egg.paths.codex_home, "hooks.json")
-    assert "ok   Claude Code: %s runs egg-hook for Stop" % (claude / "settings.json") in out
+    lacking = [x for x in out if x.startswith("note Claude Code hooks: %s lacks egg-hook for SessionStart, " % (claude / "settings.json"))]
+    assert len(lacking) == 1 and "Stop" not in lacking[0] and lacking[0].endswith(": run `egg install claude`"), out
     (claude / "settings.json").write_text("{}")
-    assert any(x.startswith("note Claude Code: ") and "does not run egg-hook" in x for x in egg("doctor")[1].splitlines())
+    assert any(x.startswith("note Claude Code hooks: ") and "lacks egg-hook for SessionStart, UserPromptSubmit" in x
+               for x in egg("doctor")[1].splitlines())
 
 
 def test_doctor_model_is_only_a_note_when_search_is_lexical(egg, monkeypatch):
-    monkeypatch.setattr("eggshell.embed.default_model_dir", lambda prefix=None: str(egg.tmp / "nomodel"))
+    monkeypatch.setattr("eggshell.search.embed.default_model_dir", lambda prefix=None: str(egg.tmp / "nomodel"))
     (egg.proj / PROJECT_CONFIG).write_text('mode = "lexical"\n')
     assert any(x.startswith("note embedding model missing") and "not needed here" in x for x in egg("doctor")[1].splitlines())
 
 
 def test_doctor_names_quarantined_events_and_leftover_telemetry(egg, monkeypatch):
-    from eggshell import quarantine
+    from eggshell.runtime import quarantine
 
     monkeypatch.setenv("HOME", str(egg.home))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
@@ -478,7 +483,7 @@ def test_doctor_checks_are_a_list_another_check_can_join(egg):
     def crashes(c):
         raise RuntimeError("boom")
 
-    results = controls.checkup(controls.Checkup(egg.paths, str(egg.proj), {}), (*controls.DOCTOR_CHECKS[:1], manager, crashes))
+    results = doctor.checkup(doctor.Checkup(egg.paths, str(egg.proj), {}), (*doctor.DOCTOR_CHECKS[:1], manager, crashes))
     assert results[1:] == [("note", "manager: not running"), ("FAIL", "crashes crashed: RuntimeError: boom")]
 
 
@@ -491,7 +496,7 @@ def test_keep_matches_a_hook_save_of_the_same_turn(egg):
     egg.tool("ls", "a\n")
     egg.stop("one")
     egg("keep")
-    from eggshell.journal import turn_record
+    from eggshell.runtime.journal import turn_record
 
     record = turn_record(egg.journal.read(THREAD, "turn-aaaa1111"), "one")
     assert save_turn(Store.open(egg.egg), record, str(egg.proj)).commit_id is None

@@ -23,9 +23,9 @@ import pytest
 
 import helpers
 from helpers import bash, egg_lines, egg_records, read_bytes, turn_record
-from eggshell.records import turn_views
-from eggshell.save import save_turn
-from eggshell.store import Store
+from eggshell.graph.records import turn_views
+from eggshell.graph.save import save_turn
+from eggshell.graph.store import Store
 
 KILLS = 50
 WRITERS, TURNS_EACH = 4, 50
@@ -134,8 +134,8 @@ _CONCURRENT_WRITER = textwrap.dedent(
     import sys, time
     import helpers
     from helpers import bash, turn_record
-    from eggshell.save import save_turn
-    from eggshell.store import Store
+    from eggshell.graph.save import save_turn
+    from eggshell.graph.store import Store
 
     path, me, n, start = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
     store = Store.open(path)

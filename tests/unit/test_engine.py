@@ -10,9 +10,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eggshell.engine import LiveWorkspace, handoff, workspace
-from eggshell.identity import content_hex
-from eggshell.store import Store
+from eggshell.reuse.engine import LiveWorkspace, handoff, workspace
+from eggshell.core.identity import content_hex
+from eggshell.graph.store import Store
 
 from helpers.reuse import LAW, commands, outputs, prompts, render, turn
 
@@ -62,7 +62,7 @@ def test_a_workspace_grown_commit_by_commit_equals_one_built_at_once(tmp_path_fa
 
 
 def test_a_replaced_store_is_read_again(tmp_path):
-    from eggshell.store import compact
+    from eggshell.graph.store import compact
 
     path = str(tmp_path / "w.egg")
     store = Store.open(path)

@@ -1,4 +1,4 @@
-"""eggshell.eval: metrics, the LoCoMo evidence parser, loaders and a lexical run on tiny files.
+"""tests/eval/eggeval.py (the evaluation tool): metrics, the LoCoMo evidence parser, loaders and a lexical run on tiny files.
 
 Nothing here reads ../shared/data or loads the embedding model.
 """
@@ -6,12 +6,15 @@ Nothing here reads ../shared/data or loads the embedding model.
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import pytest
 
-from eggshell import eval as ev
-from eggshell import index
-from eggshell.records import OUTPUT_CAP, RECORD_CAP, searchable_text
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "eval"))
+import eggeval as ev  # noqa: E402
+from eggshell.search import local
+from eggshell.graph.records import OUTPUT_CAP, RECORD_CAP, searchable_text
 
 # -- metrics -------------------------------------------------------------------------------
 
@@ -226,7 +229,7 @@ def test_main_prints_a_markdown_table(data, capsys):
     assert "| swe related | prompt | 1 | lexical | 1.000 | 1.000 | 1.000 |" in out
     assert "| swe crossagent | full | 1 | lexical |" in out
     assert "By LoCoMo category" in out and "threshold sweep" not in out
-    assert index.terms.__module__ == "eggshell.terms"  # the memo is undone
+    assert local.terms.__module__ == "eggshell.search.terms"  # the memo is undone
 
 
 def test_main_reports_missing_data(tmp_path, capsys):
@@ -245,11 +248,11 @@ def test_bad_options_are_usage_errors(data):
 def test_terms_are_memoized_and_stemmed_as_the_product_does(data):
     restore = ev._memoize_terms()
     try:
-        assert list(index.terms("adopted puppies late_fee")) == ["adopt", "puppi", "late_fee", "late", "fee"]
-        assert index.terms("adopted") is index.terms("adopted")  # one tokenization per text
+        assert list(local.terms("adopted puppies late_fee")) == ["adopt", "puppi", "late_fee", "late", "fee"]
+        assert local.terms("adopted") is local.terms("adopted")  # one tokenization per text
     finally:
         restore()
-    assert index.terms("adopted") == ["adopt"]
+    assert local.terms("adopted") == ["adopt"]
 
 
 # -- the handoff a new chat gets -----------------------------------------------------------------
@@ -315,7 +318,7 @@ def test_the_data_share_counts_recorded_data_not_frame(chat):
     for h in (fees, oven):
         assert sum(h.parts.values()) == len(h.text)
         assert 0 < h.share < 1
-    from eggshell import handoff
+    from eggshell.reuse import render as handoff
 
     # what the handoff quotes (the prior request, its answer, outputs) is data; its own words are frame
     quoted = "".join(x for k, x in handoff.parse(fees.text) if k != "frame")

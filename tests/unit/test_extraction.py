@@ -11,28 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eggshell.extraction import (
-    ADVISORY,
-    COMPLETED,
-    Decomposed,
-    Handoff,
-    Outcomes,
-    Residual,
-    WorkGraph,
-    children_for,
-    completed_policy,
-    extract,
-    open_work,
-    outcome_of,
-    preorder,
-    structural_size,
-    valid_for,
-    work_of,
-)
-from eggshell.identity import content_id
-from eggshell.quotient import Union, build
-from eggshell.turns import compile_turn, parse_turn
-from eggshell.values import Atom, E, Op, S, apply
+from eggshell.reuse.extraction import (ADVISORY, COMPLETED, Decomposed, Handoff, Outcomes, Residual, WorkGraph, children_for, completed_policy, extract, open_work, outcome_of, preorder, structural_size, valid_for, work_of)
+from eggshell.core.identity import content_id
+from eggshell.reuse.quotient import Union, build
+from eggshell.graph.turns import compile_turn, parse_turn
+from eggshell.core.values import Atom, E, Op, S, apply
 
 T = Atom.text
 WORKS = [T("w%d" % i) for i in range(6)]

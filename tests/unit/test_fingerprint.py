@@ -14,8 +14,9 @@ import subprocess
 import pytest
 from hypothesis import given, strategies as st
 
-from eggshell import commands, fingerprint as fpm
-from eggshell.fingerprint import CHANGED, UNKNOWN, VERIFIED, Budget, Probe, check, needs, observe
+from eggshell.reuse import commands
+from eggshell.reuse import fingerprint as fpm
+from eggshell.reuse.fingerprint import CHANGED, UNKNOWN, VERIFIED, Budget, Probe, check, needs, observe
 
 
 def paths_of(command: str, cwd: str = "/p") -> list:

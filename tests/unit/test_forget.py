@@ -26,16 +26,19 @@ import shutil
 import numpy as np
 import pytest
 
-from eggshell import eggfile as ef
-from eggshell import extract, query, vectors
-from eggshell.chat import Chat
-from eggshell.engine import LiveWorkspace, workspace
-from eggshell.identity import content_hex
-from eggshell.journal import Journal
-from eggshell.records import searchable_text, turn_views
-from eggshell.save import save_turn
-from eggshell.store import Store
-from eggshell.values import Atom
+from eggshell.graph import eggfile as ef
+from eggshell.reuse import engine as reuse_engine
+from eggshell.stages import query
+from eggshell.search.searcher import Searcher
+from eggshell.search import vectors
+from eggshell.runtime.chat import Chat
+from eggshell.reuse.engine import LiveWorkspace, workspace
+from eggshell.core.identity import content_hex
+from eggshell.runtime.journal import Journal
+from eggshell.graph.records import searchable_text, turn_views
+from eggshell.graph.save import save_turn
+from eggshell.graph.store import Store
+from eggshell.core.values import Atom
 from helpers import bash, read_bytes, turn_record
 from test_cli import Egg
 from test_vectors import DIM, MODEL, vecs_for
@@ -121,7 +124,7 @@ def test_a_store_with_tombstones_merges_by_concatenation(egg, store):
 
 def test_forgetting_a_turn_hides_all_of_it_from_every_reader(egg, store):
     fee = view(store, "t1")
-    warm = query.Searcher([Store.open(store.path)])  # built before the forget, as a manager's are
+    warm = Searcher([Store.open(store.path)])  # built before the forget, as a manager's are
     live_store = Store.open(store.path)
     live = LiveWorkspace([live_store])
     assert [h.turn for h in warm.search("late_fee computed")] == ["t1"]
@@ -143,9 +146,9 @@ def test_forgetting_a_turn_hides_all_of_it_from_every_reader(egg, store):
     assert rc == 1 and "was forgotten" in err
     assert egg("find", "late_fee", "--egg", store.path)[:2] == (1, "no matching turns\n")
     hits = io.StringIO()
-    query.run(query.Searcher([Store.open(store.path)]), io.StringIO('{"query":{"text":"where is late_fee computed"}}\n'), hits, 8, 0.2)
+    query.run(Searcher([Store.open(store.path)]), io.StringIO('{"query":{"text":"where is late_fee computed"}}\n'), hits, 8, 0.2)
     assert json.loads(hits.getvalue())["hits"] == []
-    h = extract.extract(query.Searcher([Store.open(store.path)]), "where is late_fee computed?", [(fee.id, None)],
+    h = reuse_engine.extract(Searcher([Store.open(store.path)]), "where is late_fee computed?", [(fee.id, None)],
                         tool={"name": "Bash", "input": {"command": "grep -rn late_fee src/"}})
     assert h.text == "" and not h.deny
     rc, out, _ = egg("forget", fee.key, "--egg", store.path)
@@ -269,11 +272,11 @@ def test_forget_usage_errors_and_unknown_keys(egg, store):
 
 
 def test_a_deleted_store_is_dropped_and_a_replaced_one_read_again_by_warm_readers(egg, store):
-    from eggshell.warm import Resources
+    from eggshell.runtime.warm import Resources
 
     res = Resources(str(egg.tmp / "data"), "/nonexistent", warm=False)
     s = res.store(store.path)
-    searcher = query.Searcher([s])
+    searcher = Searcher([s])
     live = LiveWorkspace([s])
     assert res.turn_count(store.path) == 2 and len(searcher.search("late_fee computed")) == 1
     assert live.current().corpus.candidates
@@ -299,7 +302,7 @@ def test_a_deleted_store_is_dropped_and_a_replaced_one_read_again_by_warm_reader
 
 def cold_after_snapshot(egg, store, change):
     """A cold Resources that starts from the snapshot a warm one wrote before `change()`."""
-    from eggshell.warm import Resources
+    from eggshell.runtime.warm import Resources
 
     data = str(egg.tmp / "data")
     warm = Resources(data, "/nonexistent", warm=True)
@@ -330,7 +333,7 @@ def test_a_warm_backfill_never_embeds_a_turn_forgotten_since_the_last_prompt(egg
     """The manager embeds between requests from its searchers' candidates: they must be current."""
     from eggshell import config
     from eggshell.paths import from_env
-    from eggshell.warm import Resources
+    from eggshell.runtime.warm import Resources
 
     assert egg("init")[0] == 0
     path = str(egg.cwd / ".eggs" / "work.egg")
@@ -443,8 +446,8 @@ def test_purge_removes_copies_from_the_vector_cache_journal_chat_state_and_snaps
 
 def test_a_semantic_index_drops_its_memos_when_the_cache_is_purged(tmp_path):
     """The warm manager's SemanticIndex keeps text -> rows: after a purge the rows are void and go."""
-    from eggshell.embed import Encoder
-    from eggshell.semantic import SemanticIndex
+    from eggshell.search.embed import Encoder
+    from eggshell.search.semantic import SemanticIndex
 
     root = str(tmp_path / "vectors")
     idx = SemanticIndex(Encoder(), root)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import os
 import stat
 
-from eggshell import client
-from eggshell.chat import Chat
-from eggshell.save import save_turn
-from eggshell.store import Store
+from eggshell.runtime import client
+from eggshell.runtime.chat import Chat
+from eggshell.graph.save import save_turn
+from eggshell.graph.store import Store
 from helpers import bash, turn_record, wait_for
 from test_manager import RG, RG_ANSWER, RG_OUT, WAIT, ManagedEnv, checkout, denial, env, pre_tool  # noqa: F401 - fixtures
 

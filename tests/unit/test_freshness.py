@@ -17,10 +17,12 @@ import subprocess
 
 import pytest
 
-from eggshell import fingerprint, freshness, save
-from eggshell.journal import Journal
-from eggshell.standing import CHANGED, UNKNOWN, VERIFIED
-from eggshell.store import Store
+from eggshell.reuse import fingerprint
+from eggshell.reuse import freshness
+from eggshell.graph.save import save_turn
+from eggshell.runtime.journal import Journal
+from eggshell.core.standing import CHANGED, UNKNOWN, VERIFIED
+from eggshell.graph.store import Store
 from test_hook import Env
 
 INVOICE = "src/billing/invoice.py"
@@ -181,7 +183,7 @@ def test_a_record_without_a_fingerprint_never_denies(env):
     record = {"session": "old", "turn": "t0", "cwd": env.project, "prompt": "read the invoice",
               "tools": [{"name": "Bash", "id": "c0", "input": {"command": "cat " + INVOICE}, "output": INVOICE_TEXT}],
               "answer": "read it"}
-    save.save_turn(Store.open(env.egg), record, env.project)
+    save_turn(Store.open(env.egg), record, env.project)
     reply = pre(env, "cat ./" + INVOICE)
     assert denied(reply) is None
     assert INVOICE_TEXT.splitlines()[0] in reply["hookSpecificOutput"]["additionalContext"]  # still advice
@@ -254,14 +256,14 @@ def test_after_a_change_the_new_read_is_reused_and_the_old_one_never(env):
 
 
 def test_egg_extract_checks_the_inputs_too(env, monkeypatch):
-    from eggshell import extract, query
-
+    from eggshell.reuse import engine as reuse_engine
+    from eggshell.search.searcher import Searcher
     chat1(env, "cat " + INVOICE)
     monkeypatch.chdir(env.project)
     monkeypatch.setenv("EGGSHELL_DATA_ROOT", env.data)  # the key the hooks hashed with
 
     def deny() -> bool:
-        return extract.extract(query.Searcher([Store.open(env.egg)]), "", [], tool={"name": "Bash", "input": {"command": "cat ./" + INVOICE}}).deny
+        return reuse_engine.extract(Searcher([Store.open(env.egg)]), "", [], tool={"name": "Bash", "input": {"command": "cat ./" + INVOICE}}).deny
 
     assert deny()
     write(env, INVOICE, INVOICE_TEXT.replace("sum", "max"))

@@ -17,13 +17,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eggshell import extract, handoff
-from eggshell.identity import display_key
-from eggshell.query import Searcher
-from eggshell.records import turn_views, view_of_turn
-from eggshell.save import save_turn
-from eggshell.store import Store
-from eggshell.turns import compile_turn, parse_turn
+from eggshell.stages import extract
+from eggshell.reuse import render as handoff
+from eggshell.core.identity import display_key
+from eggshell.search.searcher import Searcher
+from eggshell.graph.records import turn_views, view_of_turn
+from eggshell.graph.save import save_turn
+from eggshell.graph.store import Store
+from eggshell.graph.turns import compile_turn, parse_turn
 from helpers import bash, tool_call, turn_record
 
 T0 = "2024-05-01T12:00:00.000000Z"

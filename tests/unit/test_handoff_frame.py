@@ -18,11 +18,12 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eggshell import engine, handoff
-from eggshell.identity import content_hex, display_key
-from eggshell.standing import CHANGED, UNKNOWN, VERIFIED, Standing
-from eggshell.store import Store
-from eggshell.turns import work_text
+from eggshell.reuse import engine
+from eggshell.reuse import render as handoff
+from eggshell.core.identity import content_hex, display_key
+from eggshell.core.standing import CHANGED, UNKNOWN, VERIFIED, Standing
+from eggshell.graph.store import Store
+from eggshell.graph.turns import work_text
 from helpers.reuse import turn
 
 BREAK = re.compile("\r\n|[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -45,7 +46,7 @@ def store_of(tmp_path_factory, turns) -> Store:
 def prompt_handoff(store: Store, request: str, semantic: float | None = None, **kw):
     """What a new chat is given for `request` when retrieval ranks every prior turn, with this
     semantic score (None: lexical retrieval, no score), and nominates those that bear on it."""
-    from eggshell.records import turn_views
+    from eggshell.graph.records import turn_views
 
     ws = engine.workspace([store.graph])
     return engine.handoff(ws, request, retrieved=handoff.nominate(request, [(v, semantic) for v in turn_views(store.graph)]), **kw)
@@ -129,8 +130,8 @@ def test_the_rendered_handoff_parses_back_into_the_frame_meant(tmp_path_factory,
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(hostile(1).filter(bool), hostile(), hostile()), min_size=1, max_size=3), hostile())
 def test_the_turn_renderer_keeps_data_in_data_regions(turns, request):
-    from eggshell.records import view_of_turn
-    from eggshell.turns import compile_turn, parse_turn
+    from eggshell.graph.records import view_of_turn
+    from eggshell.graph.turns import compile_turn, parse_turn
 
     views = []
     for i, (prompt, out, answer) in enumerate(turns):
@@ -254,7 +255,7 @@ def test_a_prompt_is_told_on_the_request_that_the_files_its_answer_rests_on_chan
     ws = engine.workspace([store.graph])
     changed = Standing(recorded="2025-12-01T11:00:00.000000Z", commit="ab" * 20, inputs=CHANGED, changed=("src/cli.py",))
     request = "change parse_config to return a dict"
-    nominated = handoff.nominate(request, [(v, 0.8) for v in __import__("eggshell.records", fromlist=["x"]).turn_views(store.graph)])
+    nominated = handoff.nominate(request, [(v, 0.8) for v in __import__("eggshell.graph.records", fromlist=["x"]).turn_views(store.graph)])
     def stands(owner, outcome):  # the search is out of date, the read still holds
         return changed if "rg -n" in (owner.args[0].target.as_text() or "") else replace(changed, inputs=VERIFIED, changed=())
     h = engine.handoff(ws, request, retrieved=nominated, standing=stands, now=NOW)
@@ -344,7 +345,7 @@ def test_commands_the_prompt_happens_to_contain_do_not_crowd_out_what_retrieval_
     # matches those calls, but the turn retrieval ranked first is what is handed over
     noise = [("list the test folder %d" % i, [("ls tests", "test_%d.py\n" % i)], "there are tests") for i in range(20)]
     store = store_of(tmp_path_factory, [*noise, *SUPPORT])
-    views = {v.prompt: v for v in __import__("eggshell.records", fromlist=["x"]).turn_views(store.graph)}
+    views = {v.prompt: v for v in __import__("eggshell.graph.records", fromlist=["x"]).turn_views(store.graph)}
     request = "ls tests shows nothing about why a member cannot leave a group"
     ws = engine.workspace([store.graph])
     ranked = [(views[SUPPORT[0][0]], 0.66)]
@@ -354,7 +355,7 @@ def test_commands_the_prompt_happens_to_contain_do_not_crowd_out_what_retrieval_
 
 
 def test_relevance():
-    from eggshell.terms import terms
+    from eggshell.search.terms import terms
 
     q = terms("change parse_config to return a dict")
     assert handoff.relevance(q, "src/config.py:12:def parse_config(path):") == 1.0  # an anchor in common

@@ -20,11 +20,14 @@ import subprocess
 
 import pytest
 
-from eggshell import config, hook, query
-from eggshell.journal import Journal
+from helpers.hooks import answer_here
+from eggshell import config
+from eggshell.stages import hook
+from eggshell.search.searcher import Searcher
+from eggshell.runtime.journal import Journal
 from eggshell.paths import PROJECT_CONFIG, Paths
-from eggshell.records import turn_views
-from eggshell.store import Store
+from eggshell.graph.records import turn_views
+from eggshell.graph.store import Store
 from helpers import listing, read_bytes, real_venv
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -59,9 +62,9 @@ class Env:
     def log_text(self) -> str:
         return open(self.log, encoding="utf-8").read() if os.path.exists(self.log) else ""
 
-    def respond(self, payload) -> dict:
-        raw = payload if isinstance(payload, str) else json.dumps(payload)
-        return hook.respond("codex", raw, self.paths)
+    def respond(self, payload, host: str = "codex") -> dict:
+        """egg-hook HOST's answer to one payload (helpers.hooks.answer_here: the production path)."""
+        return answer_here(host, payload, self.paths)
 
     def proc_env(self) -> dict:
         link = os.path.join(self.prefix, "share", "eggshell", "venv")
@@ -226,7 +229,7 @@ def test_prompt_is_journaled_before_search(env, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("search exploded")
 
-    monkeypatch.setattr(query.Searcher, "search", boom)
+    monkeypatch.setattr(Searcher, "search", boom)
     assert env.respond(env.prompt("anything at all")) == {}
     (e,) = Journal(env.paths.journal_dir).read("sess-1", "turn-1")
     assert e["event"] == "prompt" and e["prompt"] == "anything at all"
@@ -252,28 +255,32 @@ def test_post_tool_use_for_a_turn_whose_prompt_was_not_journaled_is_dropped(env)
 # -- Claude Code payloads --------------------------------------------------------------------
 
 
+def claude(env, payload) -> dict:
+    return env.respond(payload, host="claude")  # as `egg install claude` registers it: egg-hook claude
+
+
 def test_claude_code_payloads(env):
     base = {"session_id": "claude-1", "cwd": env.project, "transcript_path": "/dev/null"}
-    env.respond(dict(base, hook_event_name="UserPromptSubmit", prompt_id="p-1", prompt="why does make build fail?"))
-    env.respond(dict(base, hook_event_name="PostToolUse", tool_name="Bash", tool_input={"command": "make build"},
+    claude(env, dict(base, hook_event_name="UserPromptSubmit", prompt_id="p-1", prompt="why does make build fail?"))
+    claude(env, dict(base, hook_event_name="PostToolUse", tool_name="Bash", tool_input={"command": "make build"},
                      tool_response={"stdout": "cc -c main.c\n", "stderr": "main.c:3: error: missing ;", "interrupted": False},
                      tool_use_id="toolu_1"))
-    env.respond(dict(base, hook_event_name="Stop", last_assistant_message="a missing semicolon in main.c line 3"))
+    claude(env, dict(base, hook_event_name="Stop", last_assistant_message="a missing semicolon in main.c line 3"))
     (v,) = env.views()
     assert (v.session, v.turn) == ("claude-1", "p-1")
     assert v.tools[0].outcome == "cc -c main.c\nmain.c:3: error: missing ;"
     assert v.answer == "a missing semicolon in main.c line 3"
     # and the claude host name is accepted by egg-hook
-    assert hook.respond("claude", json.dumps(dict(base, hook_event_name="SessionStart")), env.paths)["systemMessage"]
+    assert answer_here("claude", json.dumps(dict(base, hook_event_name="SessionStart")), env.paths)["systemMessage"]
 
 
 def test_a_failed_claude_tool_call_is_recorded_from_its_error(env):
     """Claude Code reports a non-zero exit as PostToolUseFailure, with `error` instead of tool_response."""
     base = {"session_id": "claude-2", "cwd": env.project, "transcript_path": "/dev/null"}
-    env.respond(dict(base, hook_event_name="UserPromptSubmit", prompt_id="p-2", prompt="run the tests"))
-    env.respond(dict(base, hook_event_name="PostToolUseFailure", tool_name="Bash", tool_input={"command": "pytest -q"},
+    claude(env, dict(base, hook_event_name="UserPromptSubmit", prompt_id="p-2", prompt="run the tests"))
+    claude(env, dict(base, hook_event_name="PostToolUseFailure", tool_name="Bash", tool_input={"command": "pytest -q"},
                      error="Exit code 1\n1 failed, 3 passed", is_interrupt=False, tool_use_id="toolu_9"))
-    env.respond(dict(base, hook_event_name="Stop", last_assistant_message="one test fails"))
+    claude(env, dict(base, hook_event_name="Stop", last_assistant_message="one test fails"))
     (v,) = env.views()
     assert [(t.work, t.outcome) for t in v.tools] == [('Bash\n{"command":"pytest -q"}', "Exit code 1\n1 failed, 3 passed")]
 
@@ -287,7 +294,7 @@ def test_claude_context_is_capped_at_its_limit(env):
         env.respond(env.stop("late_fee is computed in billing_%d" % i, turn="t%d" % i, session="s0"))
     sizes = {}
     for host in ("claude", "codex"):
-        reply = hook.respond(host, json.dumps(env.prompt("where is late_fee computed?", turn="t-" + host, session="s-" + host)),
+        reply = answer_here(host, json.dumps(env.prompt("where is late_fee computed?", turn="t-" + host, session="s-" + host)),
                              env.paths)
         sizes[host] = len(reply["hookSpecificOutput"]["additionalContext"])
     assert 0 < sizes["claude"] <= 10000 < sizes["codex"] <= 40000

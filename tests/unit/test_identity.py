@@ -13,20 +13,10 @@ from hypothesis import strategies as st
 
 import helpers
 from helpers.strategies import ref_content_hex, ref_decode, ref_digest, ref_encode, values
-from eggshell import identity
-from eggshell.identity import (
-    DISPLAY_KEY_LEN,
-    KeyError_,
-    canonical_json,
-    content_hex,
-    content_id,
-    digest,
-    display_key,
-    encode,
-    resolve_key,
-)
-from eggshell.store import Store
-from eggshell.values import Atom, Op, S, apply
+from eggshell.core import identity
+from eggshell.core.identity import (DISPLAY_KEY_LEN, KeyError_, canonical_json, content_hex, content_id, digest, display_key, encode, resolve_key)
+from eggshell.graph.store import Store
+from eggshell.core.values import Atom, Op, S, apply
 
 # -- encoding -------------------------------------------------------------------------
 
@@ -117,9 +107,9 @@ _STABILITY_SCRIPT = r"""
 import json, sys
 import helpers
 from helpers import turn_record, bash
-from eggshell.identity import content_hex
-from eggshell.turns import compile_turn, parse_turn
-from eggshell.values import Atom, E, Op, S, apply
+from eggshell.core.identity import content_hex
+from eggshell.graph.turns import compile_turn, parse_turn
+from eggshell.core.values import Atom, E, Op, S, apply
 
 a = [Atom.text("k%d" % i) for i in range(40)]
 vals = [Atom(b""), Atom(b"\xff\x00"), Atom.text("h\u00e9")]

@@ -11,15 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eggshell import index
+from eggshell.stages import index
 
+from eggshell.search.local import Provider
+
+from eggshell.search.rank import DEFAULT_ANCHOR_K, Settings
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CANDS = [{"id": "a", "text": "bake bread at home"}, {"id": "b", "text": "late_fee is computed in src/billing.py"}, {"id": "c", "text": "late fee policy"}]
 
 
 def run(lines: list[str], top_k: int = 8, anchor_k: int = 2) -> list[dict]:
     out = io.StringIO()
-    provider = index.Provider(index.Settings(mode="lexical", top_k=top_k, anchor_k=anchor_k))
+    provider = Provider(Settings(mode="lexical", top_k=top_k, anchor_k=anchor_k))
     assert index.run(provider, io.StringIO("".join(l + "\n" for l in lines)), out) == 0
     return [json.loads(l) for l in out.getvalue().splitlines()]
 
@@ -99,14 +102,14 @@ def cands(texts):
 
 @pytest.mark.parametrize("query,expected", GOLDEN_LEXICAL.items(), ids=[repr(q) for q in GOLDEN_LEXICAL])
 def test_golden_lexical(query, expected):
-    assert index.Provider(index.Settings(mode="lexical")).rank(query, C8).selected == expected
+    assert Provider(Settings(mode="lexical")).rank(query, C8).selected == expected
 
 
 @pytest.fixture(scope="module")
 def semantic_provider(tmp_path_factory):
     """The real offline model (as CI installs it) over a private vector cache."""
     cache = str(tmp_path_factory.mktemp("vectors"))
-    return lambda mode, **kw: index.Provider(index.Settings(mode=mode, cache_dir=cache, **kw))
+    return lambda mode, **kw: Provider(Settings(mode=mode, cache_dir=cache, **kw))
 
 
 def test_golden_semantic_and_hybrid_with_the_real_model(semantic_provider):
@@ -117,7 +120,7 @@ def test_golden_semantic_and_hybrid_with_the_real_model(semantic_provider):
     # Deliberate difference: by default nothing is pinned (anchor_k 0; pinning cost swe
     # `related` 0.11 MRR, docs/benchmarks.md), and hybrid still ranks the identifier's record
     # first because its BM25 score dominates the score fusion.
-    assert index.DEFAULT_ANCHOR_K == 0 and sem.settings.anchor_k == 0
+    assert DEFAULT_ANCHOR_K == 0 and sem.settings.anchor_k == 0
     assert hyb.rank("CONFIG_ARCHIVE_SENTINEL_7E29", C8).selected[0] == 1
     # Lexical hits stay in hybrid, ahead of what only the model found.
     assert hyb.rank("STRASSE", C8).selected[0] == 2
@@ -134,7 +137,7 @@ def test_golden_semantic_and_hybrid_with_the_real_model(semantic_provider):
 def test_semantic_mode_finds_a_paraphrase_lexical_cannot(semantic_provider):
     texts = ["bake bread at home with flour and yeast", "The late_fee is computed by compute_late_fee in src/billing.py",
              "docker build fails on arm64 runners"]
-    assert index.Provider(index.Settings(mode="lexical")).rank("how are overdue charges calculated", texts).selected == []
+    assert Provider(Settings(mode="lexical")).rank("how are overdue charges calculated", texts).selected == []
     r = semantic_provider("semantic").rank("how are overdue charges calculated", texts)
     assert r.selected == [1] and r.error is None
     assert semantic_provider("hybrid").rank("how are overdue charges calculated", texts).selected == [1]
@@ -152,7 +155,7 @@ def test_cache_is_keyed_by_text_not_by_id(semantic_provider):
 
 
 def test_a_failing_model_still_answers_lexically_and_restarts(semantic_provider, monkeypatch, capsys):
-    from eggshell import semantic as sem_mod
+    from eggshell.search import semantic as sem_mod
 
     p = semantic_provider("hybrid")
     texts = ["where is late_fee computed", "bake bread"]
@@ -176,7 +179,7 @@ def test_a_failing_model_still_answers_lexically_and_restarts(semantic_provider,
 @given(n=st.integers(0, 12), k=st.integers(0, 6), anchors=st.lists(st.integers(-3, 15), max_size=6),
        ranking=st.lists(st.integers(-3, 15), max_size=20))
 def test_select_contract(n, k, anchors, ranking):
-    from eggshell.rank import select
+    from eggshell.search.rank import select
 
     out = select(n, k, anchors, ranking)
     assert len(out) == len(set(out)) <= k

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from eggshell import cli
+from eggshell.cli import main as cli
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(REPO, "bin")

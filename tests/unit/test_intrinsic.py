@@ -20,21 +20,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eggshell.commands import GLOBAL_ARG_OPTIONS, SUBCOMMAND_PROGRAMS, deniable, tool_name
-from eggshell.intrinsic import (
-    Corpus,
-    candidates_from,
-    find,
-    identifying,
-    identity_match,
-    match_pair,
-    patterns_of,
-    projected_edge,
-    projection_outcome,
-)
-from eggshell.logical import logical
-from eggshell.turns import work_text
-from eggshell.values import Atom, E, Op, S, apply
+from eggshell.reuse.commands import GLOBAL_ARG_OPTIONS, SUBCOMMAND_PROGRAMS, deniable, tool_name
+from eggshell.reuse.intrinsic import (Corpus, candidates_from, find, identifying, identity_match, match_pair, patterns_of, projected_edge, projection_outcome)
+from eggshell.reuse.logical import logical
+from eggshell.graph.turns import work_text
+from eggshell.core.values import Atom, E, Op, S, apply
 from helpers.reuse import LAW, PATHS, bash, commands, corpora, corpus_of, logical_units, prior, render, turn
 
 # -- factories (bash, turn, corpus_of, prior: helpers.reuse) --------------------------------
@@ -97,7 +87,7 @@ def oracle_identity(m) -> bool:
 
 def oracle_new_options(m) -> bool:
     """Options compare as written: `-r` is not `-R`."""
-    from eggshell.logical import logical
+    from eggshell.reuse.logical import logical
 
     def opts(text: str) -> Counter:
         lg = logical(text)
@@ -132,7 +122,7 @@ def oracle_reads(text: str) -> tuple[bool, bool]:
     """(only reads, operands only add inputs) of a "Bash\n<clause>" pattern, from the docstring's rule."""
     import unicodedata
 
-    from eggshell.commands import ADDITIVE_PROGRAMS, GIT_READS, READ_ONLY_PROGRAMS
+    from eggshell.reuse.commands import ADDITIVE_PROGRAMS, GIT_READS, READ_ONLY_PROGRAMS
 
     tool, _, clause = text.partition("\n")
     if tool.casefold() != "bash" or ">" in clause.replace("2>&1", "") or " tee " in " %s " % clause:

@@ -17,16 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eggshell.logical import (
-    Logical,
-    Unit,
-    fragment_text,
-    grams,
-    logical,
-    result_lines,
-    shell_clauses,
-    work_surfaces,
-)
+from eggshell.reuse.logical import Logical, Unit, fragment_text, grams, logical, result_lines, shell_clauses, work_surfaces
 
 
 def texts(t: str) -> list[str]:

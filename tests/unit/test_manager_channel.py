@@ -42,10 +42,10 @@ import time
 
 import pytest
 
-from eggshell import client
-from eggshell.journal import Journal
+from eggshell.runtime import client
+from eggshell.runtime.journal import Journal
 from eggshell.paths import Paths, private_dir
-from eggshell.matcher import PROVIDER_DEADLINE_S
+from eggshell.search.matcher import PROVIDER_DEADLINE_S
 from helpers import alive, wait_for
 from test_manager import (RG, RG_ANSWER, RG_OUT, SLACK, WAIT, ManagedEnv, checkout, denial, env, pre_tool, provider_child,  # noqa: F401 (fixtures)
                           stall_provider)
@@ -524,7 +524,7 @@ def test_a_tool_event_is_answered_while_the_main_worker_is_stuck_in_a_search(env
 
 def test_the_tool_worker_never_answers_from_a_workspace_its_store_has_moved_past(tmp_path):
     """Another process's commit, or the file removed: the main worker reads the store first."""
-    from eggshell.warm import Grown, NotGrown, Resources
+    from eggshell.runtime.warm import Grown, NotGrown, Resources
     from test_hook import Env
 
     e = Env(tmp_path)
@@ -549,7 +549,7 @@ def test_the_tool_worker_never_answers_from_a_workspace_its_store_has_moved_past
 
 
 def test_a_waiting_tool_answer_goes_before_the_main_worker_takes_the_lock_again():
-    from eggshell.manager import StateLock
+    from eggshell.runtime.manager import StateLock
 
     lock, order = StateLock(), []
     tool_waiting, tool_done = threading.Event(), threading.Event()
@@ -579,7 +579,7 @@ def test_a_waiting_tool_answer_goes_before_the_main_worker_takes_the_lock_again(
 
 
 def test_the_main_worker_waits_while_a_tool_answer_is_queued_for_the_lock():
-    from eggshell.manager import StateLock
+    from eggshell.runtime.manager import StateLock
 
     lock, order = StateLock(), []
     inside, go = threading.Event(), threading.Event()

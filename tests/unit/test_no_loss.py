@@ -38,8 +38,9 @@ import subprocess
 
 import pytest
 
-from eggshell import hook
-from eggshell.journal import Journal
+from helpers.hooks import answer_here
+from eggshell.stages import hook
+from eggshell.runtime.journal import Journal
 from helpers import read_bytes, real_venv
 from test_hook import EGG_HOOK, Env, one_json_object
 
@@ -230,7 +231,7 @@ def test_a_write_that_stops_fails_the_event_loudly_and_leaves_no_torn_line(env, 
         return real(fd, data)
 
     monkeypatch.setattr(os, "write", full)
-    assert hook.respond("codex", json.dumps(env.tool("make", "error\n", use="c1")), env.paths) == {}
+    assert answer_here("codex", json.dumps(env.tool("make", "error\n", use="c1")), env.paths) == {}
     monkeypatch.setattr(os, "write", real)
     assert read_bytes(path) == before  # the partial line was taken back
     assert "not written" in env.log_text() and "No space left" in env.log_text()
@@ -314,8 +315,8 @@ SMALL_MEMORY = 600 << 20  # address space for a process that must not read a 2 G
 
 
 def three_turns(path: str) -> bytes:
-    from eggshell.save import save_turn
-    from eggshell.store import Store
+    from eggshell.graph.save import save_turn
+    from eggshell.graph.store import Store
     from helpers import turn_record
 
     s = Store.open(path)
@@ -333,9 +334,9 @@ def fsck(*files: str, memory: int | None = None) -> subprocess.CompletedProcess:
 
 
 def test_a_complete_last_record_without_its_newline_is_kept(egg):
-    from eggshell.records import turn_views
-    from eggshell.save import save_turn
-    from eggshell.store import Store
+    from eggshell.graph.records import turn_views
+    from eggshell.graph.save import save_turn
+    from eggshell.graph.store import Store
     from helpers import turn_record
 
     data = three_turns(egg)
@@ -372,9 +373,9 @@ def test_fsck_reports_a_shortened_store_as_damaged(egg, shorten, says):
 
 
 def test_a_2gb_sparse_tail_is_neither_read_nor_kept(egg):
-    from eggshell.records import turn_views
-    from eggshell.save import save_turn
-    from eggshell.store import Store
+    from eggshell.graph.records import turn_views
+    from eggshell.graph.save import save_turn
+    from eggshell.graph.store import Store
     from helpers import turn_record
 
     data = three_turns(egg)
@@ -383,7 +384,7 @@ def test_a_2gb_sparse_tail_is_neither_read_nor_kept(egg):
     r = fsck(egg, memory=SMALL_MEMORY)
     assert r.returncode == 1 and "DAMAGED: 2147483648 bytes of NUL from byte %d to the end" % len(data) in r.stdout, r.stdout + r.stderr
     code = ("import sys; sys.path[:0] = %r\n"
-            "from eggshell.store import Store\nfrom eggshell.records import turn_views\n"
+            "from eggshell.graph.store import Store\nfrom eggshell.graph.records import turn_views\n"
             "print(sorted(v.turn for v in turn_views(Store.open(%r).graph)))" % ([os.path.dirname(os.path.dirname(EGG)) + "/lib"], egg))
     r = subprocess.run([real_venv() + "/bin/python", "-c", code],
                        capture_output=True, text=True, timeout=60,
@@ -395,8 +396,8 @@ def test_a_2gb_sparse_tail_is_neither_read_nor_kept(egg):
 
 
 def test_data_after_a_zero_filled_region_is_refused_unchanged(egg):
-    from eggshell.save import save_turn
-    from eggshell.store import EggError, Store
+    from eggshell.graph.save import save_turn
+    from eggshell.graph.store import EggError, Store
     from helpers import turn_record
 
     data = three_turns(egg)
@@ -457,7 +458,7 @@ def test_a_50mb_tool_output_is_stored_cut_with_a_mark_and_answered_in_budget(env
 
 
 def test_a_10mb_prompt_is_stored_as_its_scanned_head_and_tail_and_matched_by_them(env):
-    from eggshell.redact import SCAN_CAP
+    from eggshell.core.redact import SCAN_CAP
 
     from test_hook import LATE_FEE_ANSWER, record_late_fee
 
@@ -516,7 +517,7 @@ def test_an_absurd_config_is_refused_by_name_before_any_work(env, extra, says):
 @contextlib.contextmanager
 def chat_lock_held(env: Env):
     """Another process holding sess-1's control lock (as a slow `!egg` command would)."""
-    from eggshell.chat import control_path
+    from eggshell.runtime.chat import control_path
 
     lock = control_path(env.paths.state_dir, "sess-1") + ".lock"
     os.makedirs(os.path.dirname(lock), exist_ok=True)
@@ -545,7 +546,7 @@ def test_a_held_chat_lock_never_drops_the_turn(env):
 def test_without_the_lock_off_and_a_one_turn_profile_are_still_respected(env):
     from dataclasses import replace
 
-    from eggshell.chat import Chat
+    from eggshell.runtime.chat import Chat
 
     chat = Chat(env.paths.state_dir, "sess-1")
     chat.update(lambda c: replace(c, next_profile="off"))
@@ -568,7 +569,7 @@ def test_a_read_only_turn_quarantines_nothing(env):
     """A `private` turn's journal goes within the hour; its bad events must not outlive it."""
     from dataclasses import replace
 
-    from eggshell.chat import Chat
+    from eggshell.runtime.chat import Chat
 
     Chat(env.paths.state_dir, "sess-1").update(lambda c: replace(c, profile="private"))
     env.run_bin(json.dumps(env.prompt("read, do not record")))
@@ -578,8 +579,8 @@ def test_a_read_only_turn_quarantines_nothing(env):
     j.append("sess-1", "turn-1", {"event": "tool", "name": "Bash", "id": "c9", "input": {"x": float("nan")}, "output": "", "time": "t"})
     env.run_bin(json.dumps(env.stop("done")))
     env.run_bin(json.dumps(env.prompt("next", turn="turn-2")))
-    from eggshell.commits import settle
-    from eggshell.store import Store
+    from eggshell.runtime.commits import settle
+    from eggshell.graph.store import Store
 
     assert settle(j, j.turn_path("sess-1", "turn-1"), Store.open).removed  # the manager's pass: the read-only turn leaves
     assert quarantined(env) == [] and "not kept, since the turn is not recorded" in env.log_text()

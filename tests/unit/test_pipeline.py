@@ -3,7 +3,7 @@
 The brief: "every stage must also work as a standalone filter in a shell pipeline, and
 tests must prove both give the same result". Here the real bin/ commands run as
 subprocesses joined by `sh` pipes, and their bytes are compared with the in-process
-functions (save.run, query.Searcher.search + query.run, extract.run) and with the Codex
+functions (save.run, Searcher.search + query.run, extract.run) and with the Codex
 hook's UserPromptSubmit additionalContext (config defaults: top_k 5, min_coverage 0.2,
 handoff_chars 8000).
 """
@@ -18,10 +18,18 @@ from dataclasses import asdict
 
 import pytest
 
-from eggshell import config, extract, hook, matcher, query, save
+from helpers.hooks import answer_here
+from eggshell import config
+from eggshell.stages import extract
+from eggshell.stages import hook
+from eggshell.search import matcher
+from eggshell.stages import query
+from eggshell.search.searcher import DEFAULT_MIN_COVERAGE, Searcher, semantic_depth
+from eggshell.stages import save
+from eggshell.graph.save import save_turn
 from eggshell.paths import PROJECT_CONFIG, Paths
-from eggshell.records import turn_views
-from eggshell.store import Store
+from eggshell.graph.records import turn_views
+from eggshell.graph.store import Store
 from helpers import bash, egg_records, real_venv, tool_call, turn_record
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -159,17 +167,17 @@ def store(tmp_path, env, project):
     return x
 
 
-def searcher(env, *paths: str, top_k: int = 5) -> query.Searcher:
+def searcher(env, *paths: str, top_k: int = 5) -> Searcher:
     """What egg-query builds by default (hybrid), with the built-in provider in this process
     instead of an egg-index child: both must rank alike, sharing the same vector cache."""
-    semantic = matcher.in_process(config.Config(), env["EGGSHELL_DATA_ROOT"], query.semantic_depth(top_k), print)
-    return query.Searcher([Store.open(p) for p in paths], "hybrid", semantic)
+    semantic = matcher.in_process(config.Config(), env["EGGSHELL_DATA_ROOT"], semantic_depth(top_k), print)
+    return Searcher([Store.open(p) for p in paths], "hybrid", semantic)
 
 
 def in_process_query(env, store, qfile) -> str:
     out = io.StringIO()
     with open(qfile, encoding="utf-8") as f:
-        query.run(searcher(env, store), f, out, 5, query.DEFAULT_MIN_COVERAGE)
+        query.run(searcher(env, store), f, out, 5, DEFAULT_MIN_COVERAGE)
     return out.getvalue()
 
 
@@ -190,7 +198,7 @@ def test_egg_query_pipeline_equals_searcher_and_run(tmp_path, env, store):
     # model counted carries its cosine (the handoff's floor reads it), the others null
     first = answered[0]["hits"][0]["semantic"]
     assert isinstance(first, float) and 0.3 <= first <= 1.0, answered[0]["hits"]
-    lexical = query.Searcher([Store.open(store)])
+    lexical = Searcher([Store.open(store)])
     assert all(h.semantic is None for h in lexical.search(QUERIES[0], 5))
     assert lexical.search(QUERIES[5], 5) == [] and lexical.search(QUERIES[5], 5, 0.0)  # the coverage floor holds it back
 
@@ -208,7 +216,7 @@ def test_query_extract_pipeline_equals_in_process(tmp_path, env, store, monkeypa
     r = sh('"$B/egg-query" --egg "$1" --top-k 5 < "$2" | "$B/egg-extract" --egg "$1"', env, store, qfile)
     hits = in_process_query(env, store, qfile)
     out = io.StringIO()
-    bad = extract.run(query.Searcher([Store.open(store)]), io.StringIO(hits), out, 8000)
+    bad = extract.run(Searcher([Store.open(store)]), io.StringIO(hits), out, 8000)
     assert r.stdout == out.getvalue().encode("utf-8")
     assert r.returncode == 1 and bad == 2  # the two malformed query lines, answered in step
     lines = [json.loads(line) for line in r.stdout.splitlines()]
@@ -233,7 +241,7 @@ def test_query_extract_pipeline_over_two_stores(tmp_path, env, project, store, m
     with open(qfile) as f:
         query.run(searcher(env, store, y), f, hits, 5, 0.2)
     out = io.StringIO()
-    extract.run(query.Searcher([Store.open(store), Store.open(y)]), io.StringIO(hits.getvalue()), out, 8000)
+    extract.run(Searcher([Store.open(store), Store.open(y)]), io.StringIO(hits.getvalue()), out, 8000)
     assert r.stdout == out.getvalue().encode("utf-8")
     text = json.loads(r.stdout)["handoff"]["text"]
     assert "weekends count as late_fee days" in text and "src/billing.py, line 42" in text
@@ -254,7 +262,7 @@ _WARM: dict = {}
 
 def warm_resources(paths: Paths):
     """What the warm manager answers from (stores, workspaces, the model), kept across calls like it."""
-    from eggshell.warm import Resources
+    from eggshell.runtime.warm import Resources
 
     if paths.data_root not in _WARM:
         _WARM[paths.data_root] = Resources(paths.data_root, paths.bin_dir, warm=True)
@@ -265,7 +273,7 @@ def hook_context(paths: Paths, project, prompt: str, turn: str, session: str | N
     """The hook's context for a prompt in a new chat (each chat is given a piece of evidence once)."""
     payload = {"hook_event_name": "UserPromptSubmit", "session_id": session or "sess-" + turn, "turn_id": turn, "cwd": str(project),
                "prompt": prompt}
-    reply = hook.respond("codex", json.dumps(payload), paths, warm_resources(paths))
+    reply = answer_here("codex", json.dumps(payload), paths, warm_resources(paths))
     return reply["hookSpecificOutput"]["additionalContext"] if reply else ""
 
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from eggshell.provider import ProviderClient, ProviderResult, clean_related
+from eggshell.search.provider import ProviderClient, ProviderResult, clean_related
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAKES = os.path.join(REPO, "tests", "fixtures", "providers")

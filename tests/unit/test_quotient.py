@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eggshell import quotient
-from eggshell.identity import content_id
-from eggshell.quotient import Union, build
-from eggshell.values import Apply, Atom, E, Op, S, apply, same_exact_footprint, semantic_nodes, union_admissible
+from eggshell.reuse import quotient
+from eggshell.core.identity import content_id
+from eggshell.reuse.quotient import Union, build
+from eggshell.core.values import Apply, Atom, E, Op, S, apply, same_exact_footprint, semantic_nodes, union_admissible
 
 T = Atom.text
 ATOMS = [T(c) for c in "abcdefgh"]

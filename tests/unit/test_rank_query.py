@@ -20,12 +20,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eggshell import query, stage
-from eggshell.identity import content_hex
-from eggshell.rank import BM25
-from eggshell.records import turn_views
-from eggshell.save import save_turn
-from eggshell.store import Store
+from eggshell.stages import query
+
+from eggshell.search.rank import DEFAULT_TOP_K
+
+from eggshell.search.searcher import DEFAULT_MIN_COVERAGE, Searcher, query_text, semantic_depth
+from eggshell.stages import common as stage
+from eggshell.core.identity import content_hex
+from eggshell.search.rank import BM25
+from eggshell.graph.records import turn_views
+from eggshell.graph.save import save_turn
+from eggshell.graph.store import Store
 from helpers import bash, turn_record
 
 # -- BM25 against an independent reference ------------------------------------------------
@@ -152,7 +157,7 @@ def one_store(egg):
 
 
 def test_hit_fields(one_store):
-    hits = query.Searcher([one_store]).search("how is the late_fee calculated")
+    hits = Searcher([one_store]).search("how is the late_fee calculated")
     assert hits
     ids_in_store = set(one_store.graph.nodes)
     views = {v.id: v for v in turn_views(one_store.graph)}
@@ -166,7 +171,7 @@ def test_hit_fields(one_store):
 
 
 def test_hit_id_is_the_turns_answer_outcome(one_store):
-    hit = query.Searcher([one_store]).search("docker image build fail")[0]
+    hit = Searcher([one_store]).search("docker image build fail")[0]
     view = next(v for v in turn_views(one_store.graph) if v.id == hit.id)
     owner = one_store.graph.nodes[hit.id]
     assert content_hex(owner) == hit.id
@@ -174,7 +179,7 @@ def test_hit_id_is_the_turns_answer_outcome(one_store):
 
 
 def test_best_first(one_store):
-    hits = query.Searcher([one_store], anchor_k=0).search("late_fee rounding tests")
+    hits = Searcher([one_store], anchor_k=0).search("late_fee rounding tests")
     assert [h.turn for h in hits][:2] == ["t-late-fee-tests", "t-late-fee"]
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
@@ -182,69 +187,69 @@ def test_best_first(one_store):
 def test_anchor_matches_are_pinned_first(one_store):
     # `late_fee` is identifier-like: its best matches come first, in anchor order,
     # even where the whole-query ranking would put another turn first.
-    plain = query.Searcher([one_store], anchor_k=0).search("late_fee rounding tests")
-    pinned = query.Searcher([one_store], anchor_k=1).search("late_fee rounding tests")
+    plain = Searcher([one_store], anchor_k=0).search("late_fee rounding tests")
+    pinned = Searcher([one_store], anchor_k=1).search("late_fee rounding tests")
     assert [h.turn for h in plain][0] == "t-late-fee-tests"
     assert [h.turn for h in pinned][0] == "t-late-fee"
     assert sorted(h.turn for h in plain) == sorted(h.turn for h in pinned)
 
 
 def test_related_query_finds_the_turn(one_store):
-    hits = query.Searcher([one_store]).search("the docker build fails again")
+    hits = Searcher([one_store]).search("the docker build fails again")
     assert hits[0].turn == "t-docker"
 
 
 def test_unrelated_query_gets_no_hits(one_store):
-    s = query.Searcher([one_store])
+    s = Searcher([one_store])
     assert s.search("kubernetes helm chart values") == []
     # a query sharing only a generic word with some turns is still unrelated
     assert s.search("configure the kubernetes tests cluster") == []
 
 
 def test_top_k(one_store):
-    s = query.Searcher([one_store])
+    s = Searcher([one_store])
     assert len(s.search("late_fee tests", top_k=1)) == 1
     assert len(s.search("late_fee tests", top_k=8)) >= 2
 
 
 def test_search_finds_tool_output_text(one_store):
-    hits = query.Searcher([one_store]).search("python:3.99 not found")
+    hits = Searcher([one_store]).search("python:3.99 not found")
     assert hits and hits[0].turn == "t-docker"
 
 
 def test_several_stores_are_searched(tmp_path):
     a = make_store(str(tmp_path / "a.egg"), [LATE_FEE])
     b = make_store(str(tmp_path / "b.egg"), [LATE_FEE_TESTS, DOCKER])
-    hits = query.Searcher([a, b]).search("late_fee")
+    hits = Searcher([a, b]).search("late_fee")
     assert {(h.turn, h.store) for h in hits} == {("t-late-fee", a.path), ("t-late-fee-tests", b.path)}
     # and each store alone only sees its own
-    assert {h.turn for h in query.Searcher([b]).search("late_fee")} == {"t-late-fee-tests"}
+    assert {h.turn for h in Searcher([b]).search("late_fee")} == {"t-late-fee-tests"}
 
 
 def test_the_same_turn_in_two_stores_is_one_hit(tmp_path):
     a = make_store(str(tmp_path / "a.egg"), [LATE_FEE])
     shutil.copy(a.path, tmp_path / "copy.egg")
-    hits = query.Searcher([a, Store.open(str(tmp_path / "copy.egg"))]).search("late_fee")
+    hits = Searcher([a, Store.open(str(tmp_path / "copy.egg"))]).search("late_fee")
     assert len(hits) == 1 and hits[0].store == a.path
 
 
 def test_searcher_sees_turns_committed_after_it_was_built(egg):
-    s = query.Searcher([make_store(egg, [FRONTEND])])
+    s = Searcher([make_store(egg, [FRONTEND])])
     assert s.search("docker image") == []
     make_store(egg, [DOCKER])  # another writer appends
     assert [h.turn for h in s.search("docker image")] == ["t-docker"]
 
 
 def test_empty_or_missing_store(egg):
-    assert query.Searcher([Store.open(egg)]).search("late_fee") == []
+    assert Searcher([Store.open(egg)]).search("late_fee") == []
 
 
 # -- query.run: the NDJSON protocol ----------------------------------------------------------
 
 
-def run_lines(store, text, top_k=query.DEFAULT_TOP_K, min_cov=query.DEFAULT_MIN_COVERAGE):
+def run_lines(store, text, top_k=DEFAULT_TOP_K, min_cov=DEFAULT_MIN_COVERAGE):
     out = io.StringIO()
-    bad = query.run(query.Searcher([store]), io.StringIO(text), out, top_k, min_cov)
+    bad = query.run(Searcher([store]), io.StringIO(text), out, top_k, min_cov)
     return bad, [json.loads(line) for line in out.getvalue().splitlines()]
 
 
@@ -260,7 +265,7 @@ def test_run_writes_one_hits_line_per_query_in_order(one_store):
 
 
 def test_run_output_matches_searcher(one_store):
-    s = query.Searcher([one_store])
+    s = Searcher([one_store])
     _, lines = run_lines(one_store, '{"query":{"text":"late_fee tests"}}\n', top_k=5)
     expect = [
         {"id": h.id, "key": h.key, "rank": h.rank, "score": h.score, "session": h.session, "turn": h.turn, "store": h.store,
@@ -331,10 +336,10 @@ def test_main_refuses_out_of_range_options(one_store, monkeypatch, capsys, args)
 
 
 def test_query_text_accepts_object_and_string_forms():
-    assert query.query_text({"query": {"text": "a"}}) == "a"
-    assert query.query_text({"query": "a"}) == "a"
+    assert query_text({"query": {"text": "a"}}) == "a"
+    assert query_text({"query": "a"}) == "a"
     for bad in (None, [], {"query": {}}, {"query": {"text": 1}}, {"text": "a"}):
-        assert query.query_text(bad) is None
+        assert query_text(bad) is None
 
 
 def test_stage_reader_numbers_lines_and_skips_blanks():
@@ -350,11 +355,11 @@ def test_fixture_store_holds_the_four_turns(one_store):
     )
 
 
-# -- fusion: one rule for egg-index and egg-query (index.fuse) ---------------------------------
+# -- fusion: one rule for egg-index and egg-query (rank.fuse) ---------------------------------
 
-from eggshell import index  # noqa: E402
-from eggshell.rank import Passages, blend  # noqa: E402
-from eggshell.terms import terms  # noqa: E402
+from eggshell.search import local, rank  # noqa: E402
+from eggshell.search.rank import Passages, blend  # noqa: E402
+from eggshell.search.terms import terms  # noqa: E402
 
 
 def test_blend_normalizes_each_list_from_its_floor_to_its_best():
@@ -381,14 +386,14 @@ def test_blend_scores_lie_between_0_and_the_sum_of_weights(lex, sem):
 
 def test_fuse_modes_and_the_reference_rule():
     lex, lines, sem = [(0, 8.0), (1, 6.0)], [(1, 5.0), (0, 1.0)], [(2, 0.9), (1, 0.6)]
-    sel, ranking = index.fuse("lexical", 8, 0, lex, sem, [], 3, lines)
-    w = index.WEIGHTS
+    sel, ranking = rank.fuse("lexical", 8, 0, lex, sem, [], 3, lines)
+    w = rank.WEIGHTS
     assert sel == [0, 1] and ranking == blend((w[0], lex, 0.0), (w[1], lines, 0.0))
-    assert index.fuse("semantic", 8, 0, lex, sem, [], 3, lines)[0] == [2, 1]
-    hybrid = index.fuse("hybrid", 8, 0, lex, sem, [], 3, lines)[0]
+    assert rank.fuse("semantic", 8, 0, lex, sem, [], 3, lines)[0] == [2, 1]
+    hybrid = rank.fuse("hybrid", 8, 0, lex, sem, [], 3, lines)[0]
     assert hybrid == [1, 0, 2]  # in both lists, with the best line: 1 wins
-    assert index.fuse("hybrid", 8, 0, lex, sem, [], 3, lines, fusion="rrf")[0] == [i for i, _ in index.rrf([0, 1], [2, 1])]
-    assert index.fuse("hybrid", 8, 1, lex, sem, [(2, 1.0)], 3, lines)[0][0] == 2  # anchors are pinned when asked
+    assert rank.fuse("hybrid", 8, 0, lex, sem, [], 3, lines, fusion="rrf")[0] == [i for i, _ in rank.rrf([0, 1], [2, 1])]
+    assert rank.fuse("hybrid", 8, 1, lex, sem, [(2, 1.0)], 3, lines)[0][0] == 2  # anchors are pinned when asked
 
 
 def test_the_best_line_of_a_long_record_is_found():
@@ -401,7 +406,7 @@ def test_the_best_line_of_a_long_record_is_found():
     assert 2 in best and best[2] < best[0]
     assert p.best(terms("nothing matches"), [0, 1, 2]) == [] and p.best(q, []) == []
     # the lexical ranking puts the long record's answering line above the short partial match
-    r = index.Provider(index.Settings(mode="lexical")).rank("is the late fee rounded half up", texts)
+    r = local.Provider(rank.Settings(mode="lexical")).rank("is the late fee rounded half up", texts)
     assert r.passages[0][0] == 0
 
 
@@ -409,13 +414,14 @@ def test_the_best_line_of_a_long_record_is_found():
 def test_egg_query_and_egg_index_rank_alike(one_store, egg, mode):
     """egg-query (its own BM25, the provider's semantic list with scores) and egg-index's
     own hybrid are the same rule over the same candidates."""
-    from eggshell import config, matcher
+    from eggshell import config
+    from eggshell.search import matcher
 
-    sem = matcher.in_process(config.Config(), str(egg) + ".data", query.semantic_depth(8), print) if mode == "hybrid" else None
-    s = query.Searcher([one_store], mode, sem)
+    sem = matcher.in_process(config.Config(), str(egg) + ".data", semantic_depth(8), print) if mode == "hybrid" else None
+    s = Searcher([one_store], mode, sem)
     for text in ["how is the late_fee calculated", "docker build fails", "frontend tests", "rounding"]:
         hits = s.search(text, 8, 0.0)
-        p = index.Provider(index.Settings(mode=mode, top_k=8, cache_dir=str(egg) + ".data/semantic/vectors"))
+        p = local.Provider(rank.Settings(mode=mode, top_k=8, cache_dir=str(egg) + ".data/semantic/vectors"))
         ranked = p.rank(text, [c["text"] for c in s.candidates])
         assert [h.id for h in hits] == [s.candidates[i]["id"] for i in ranked.selected], text
 
@@ -423,7 +429,7 @@ def test_egg_query_and_egg_index_rank_alike(one_store, egg, mode):
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=80))
 def test_a_texts_terms_are_its_lines_terms_in_order(text):
     """lexical_index tokenizes each line once and joins them into the document."""
-    from eggshell.rank import lexical_index
+    from eggshell.search.rank import lexical_index
 
     bm25, _ = lexical_index([text], terms)
     assert sorted(bm25.tfs[0].elements()) == sorted(terms(text)) and bm25.lens[0] == len(terms(text))
@@ -433,8 +439,8 @@ def test_a_texts_terms_are_its_lines_terms_in_order(text):
 
 
 def test_bm25_and_passages_extended_equal_built_at_once():
-    from eggshell.rank import BM25, Passages
-    from eggshell.terms import terms
+    from eggshell.search.rank import BM25, Passages
+    from eggshell.search.terms import terms
 
     texts = ["parse_config reads the file\nand returns a dict", "late_fee is computed in billing.py", "tests pass\n3 passed",
              "parse_config raises on empty input", "the billing module"]
@@ -450,18 +456,17 @@ def test_bm25_and_passages_extended_equal_built_at_once():
 
 
 def test_a_searcher_that_grew_answers_as_a_new_one(tmp_path):
-    from eggshell import save
-
+    from eggshell.graph.save import save_turn
     egg = str(tmp_path / "w.egg")
     store = Store.open(egg)
     prompts = ["where is parse_config defined", "why does late_fee fail on weekends", "how are the billing tests run",
                "what does parse_config return", "fix the late_fee rounding", "list the billing modules"]
     for i, p in enumerate(prompts[:3]):
-        save.save_turn(store, {"session": "s", "turn": "t%d" % i, "cwd": "", "prompt": p, "tools": [], "answer": "answer %d" % i})
-    grown = query.Searcher([Store.open(egg)])
+        save_turn(store, {"session": "s", "turn": "t%d" % i, "cwd": "", "prompt": p, "tools": [], "answer": "answer %d" % i})
+    grown = Searcher([Store.open(egg)])
     grown.search("parse_config")
     for i, p in enumerate(prompts[3:], 3):
-        save.save_turn(store, {"session": "s", "turn": "t%d" % i, "cwd": "", "prompt": p, "tools": [], "answer": "answer %d" % i})
+        save_turn(store, {"session": "s", "turn": "t%d" % i, "cwd": "", "prompt": p, "tools": [], "answer": "answer %d" % i})
     for q in ("parse_config", "late_fee weekends", "billing tests"):
-        assert grown.search(q, 5, 0.0) == query.Searcher([Store.open(egg)]).search(q, 5, 0.0)
+        assert grown.search(q, 5, 0.0) == Searcher([Store.open(egg)]).search(q, 5, 0.0)
     assert len(grown.views) == 6

@@ -27,10 +27,11 @@ import sysconfig
 
 import pytest
 
-from eggshell import client, redact
+from eggshell.runtime import client
+from eggshell.core import redact
 from eggshell.config import ConfigError, PROJECT_TEMPLATE, load
-from eggshell.journal import Journal
-from eggshell.redact import redact_payload, redact_text, rules
+from eggshell.runtime.journal import Journal
+from eggshell.core.redact import redact_payload, redact_text, rules
 from helpers import wait_for
 from helpers.canaries import canaries
 from test_hook import Env
@@ -458,9 +459,11 @@ def test_no_canary_reaches_any_file_or_reply_with_the_warm_manager(tmp_path, che
 def test_egg_save_and_every_save_redact_records_from_outside_the_hooks(tmp_path):
     import io
 
-    from eggshell import save
-    from eggshell.records import turn_views
-    from eggshell.store import Store
+    from eggshell.stages import save
+
+    from eggshell.graph.save import save_turn
+    from eggshell.graph.records import turn_views
+    from eggshell.graph.store import Store
 
     egg = str(tmp_path / "work.egg")
     rec = {"session": "s", "turn": "t", "cwd": "", "prompt": "use %s" % GH,
@@ -471,7 +474,7 @@ def test_egg_save_and_every_save_redact_records_from_outside_the_hooks(tmp_path)
     assert (v.prompt, v.answer) == ("use [redacted: github-token]", "[redacted: private]done")
     assert v.tools[0].outcome == "token=[redacted: github-token]\n"
     # save_turn itself (the save queue, egg keep) does the same: a journal written before redaction existed
-    save.save_turn(Store.open(egg), dict(rec, turn="t2", prompt="again %s" % GH))
+    save_turn(Store.open(egg), dict(rec, turn="t2", prompt="again %s" % GH))
     assert [x.prompt for x in turn_views(Store.open(egg).graph)] == ["use [redacted: github-token]", "again [redacted: github-token]"]
     assert GH not in open(egg, encoding="utf-8").read()
 

@@ -31,26 +31,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eggshell.extraction import (
-    ADVISORY,
-    COMPLETED,
-    WorkGraph,
-    outcome_of,
-    valid_for,
-    work_of,
-)
-from eggshell.commands import GLOBAL_ARG_OPTIONS, SUBCOMMAND_PROGRAMS
-from eggshell.intrinsic import (
-    Corpus,
-    find,
-    identifying,
-    projected_edge,
-)
-from eggshell.logical import logical
-from eggshell.quotient import Union, build
-from eggshell.reuse import discover
-from eggshell.turns import REMAINDER_MARKER
-from eggshell.values import Atom, E, Op, same_exact_footprint
+from eggshell.reuse.extraction import ADVISORY, COMPLETED, WorkGraph, outcome_of, valid_for, work_of
+from eggshell.reuse.commands import GLOBAL_ARG_OPTIONS, SUBCOMMAND_PROGRAMS
+from eggshell.reuse.intrinsic import Corpus, find, identifying, projected_edge
+from eggshell.reuse.logical import logical
+from eggshell.reuse.quotient import Union, build
+from eggshell.reuse.plan import discover
+from eggshell.graph.turns import REMAINDER_MARKER
+from eggshell.core.values import Atom, E, Op, same_exact_footprint
 from helpers.reuse import (
     LAW,
     PATHS,

@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from eggshell.delivery import Deliveries
-from eggshell.store import Store
-from eggshell.turns import work_text
+from helpers.hooks import answer_here
+from eggshell.reuse.delivery import Deliveries
+from eggshell.graph.store import Store
+from eggshell.graph.turns import work_text
 from helpers.reuse import bash
 from test_hook import Env  # noqa: F401 - the same isolated environment as the hook tests
 import pytest
@@ -105,7 +106,7 @@ def test_local_union_false_makes_reuse_advisory(env):
 
 
 def test_local_union_is_per_profile_and_snapshotted_per_turn(env):
-    from eggshell.chat import Chat
+    from eggshell.runtime.chat import Chat
 
     env.write_config('default = "work"\n[eggs]\nproject = ".eggs/work.egg"\n'
                      '[profiles.work]\nread = ["project"]\nwrite = "project"\n'
@@ -158,7 +159,7 @@ def test_post_tool_use_leaves_out_what_the_new_result_already_shows(env):
 
 
 def test_evidence_over_budget_is_listed_by_a_key_egg_show_reads(env):
-    from eggshell import engine
+    from eggshell.reuse import engine
 
     big = "".join("src/mod%d.py:1:def parse_config_%d(): pass\n" % (i, i) for i in range(400))
     env.record_turn("find every parse_config variant", [("rg -n parse_config lib", big)], "there are 400", session="chat-1", turn="t2")
@@ -187,7 +188,7 @@ def test_a_repeated_read_tool_call_is_denied(env):
 
 
 def test_a_denial_keeps_the_prompts_handoff_for_egg_graph_and_why(env):
-    from eggshell.chat import Chat
+    from eggshell.runtime.chat import Chat
 
     reply = env.respond(env.prompt("where is parse_config defined and who calls it?", turn="u1", session_id="chat-2"))
     given = reply["hookSpecificOutput"]["additionalContext"]
@@ -206,9 +207,9 @@ def test_the_codex_deny_reason_ends_so_that_codex_completes_the_sentence(env):
     # Codex shows "Command blocked by PreToolUse hook: REASON. Command: CMD"
     reason = denied(pre(env, "rg -n parse_config ./src"))
     assert reason.endswith("propose it again") and not reason.endswith(".")
-    from eggshell import hook
+    from eggshell.stages import hook
 
     env.respond(env.prompt("add type hints to the reader", turn="k1", session_id="claude-1"))
-    out = hook.respond("claude", __import__("json").dumps(env.ev("PreToolUse", session="claude-1", turn_id="k1", tool_name="Bash",
+    out = answer_here("claude", __import__("json").dumps(env.ev("PreToolUse", session="claude-1", turn_id="k1", tool_name="Bash",
                        tool_input={"command": "rg -n parse_config ./src"}, tool_use_id="k-1")), env.paths)
     assert denied(out).endswith("propose it again.")

@@ -17,11 +17,13 @@ from hypothesis import strategies as st
 import helpers
 from helpers import bash, commit_ids_in_file, read_bytes, turn_line, turn_record, write_bytes
 from helpers.strategies import turn_records
-from eggshell import paths, save
-from eggshell.identity import content_hex
-from eggshell.records import turn_views
-from eggshell.store import EggError, Store
-from eggshell.turns import compile_turn, parse_turn
+from eggshell import paths
+from eggshell.stages import save
+from eggshell.graph.save import save_turn
+from eggshell.core.identity import content_hex
+from eggshell.graph.records import turn_views
+from eggshell.graph.store import EggError, Store
+from eggshell.graph.turns import compile_turn, parse_turn
 
 
 def run_lines(egg: str, text: str, root: str | None = "/", name: str = "<stdin>") -> tuple[int, list[dict], str]:
@@ -51,7 +53,7 @@ def egg_save(*argv: str, stdin: str = "", cwd: str | None = None) -> subprocess.
 def test_save_turn_commits_and_announces_the_turn(egg):
     rec = turn_record(session="S", turn="1", prompt="what fails?", answer="the lockfile",
                       tools=[bash("npm test", "1 failing\n", id="u1")])
-    saved = save.save_turn(Store.open(egg), rec, root="/")
+    saved = save_turn(Store.open(egg), rec, root="/")
     c = compile_turn(parse_turn(rec))
     assert saved.commit_id in commit_ids_in_file(egg)
     assert [i["id"] for i in saved.index] == [content_hex(c.answer_outcome)]
@@ -66,9 +68,9 @@ def test_save_turn_commits_and_announces_the_turn(egg):
 
 def test_replaying_a_turn_adds_nothing_and_announces_nothing(egg):
     rec = turn_record(tools=[bash("ls", "a\n")])
-    first = save.save_turn(Store.open(egg), rec, root="/")
+    first = save_turn(Store.open(egg), rec, root="/")
     before = read_bytes(egg)
-    again = save.save_turn(Store.open(egg), json.loads(json.dumps(rec)), root="/")
+    again = save_turn(Store.open(egg), json.loads(json.dumps(rec)), root="/")
     assert first.commit_id is not None and again.commit_id is None and again.index == []
     assert read_bytes(egg) == before
     bad, out, err = run_lines(egg, json.dumps(rec) + "\n")
@@ -77,18 +79,18 @@ def test_replaying_a_turn_adds_nothing_and_announces_nothing(egg):
 
 
 def test_replay_with_hosts_other_output_spelling_is_still_a_replay(egg):
-    save.save_turn(Store.open(egg), turn_record(tools=[bash("ls", "a\nerr\n", id="u")]), root="/")
+    save_turn(Store.open(egg), turn_record(tools=[bash("ls", "a\nerr\n", id="u")]), root="/")
     before = read_bytes(egg)
     claude = turn_record(tools=[bash("ls", {"stdout": "a\n", "stderr": "err\n"}, id="u")])
-    assert save.save_turn(Store.open(egg), claude, root="/").commit_id is None
+    assert save_turn(Store.open(egg), claude, root="/").commit_id is None
     assert read_bytes(egg) == before
 
 
 def test_an_answer_arriving_later_adds_only_the_answer(egg):
     tools = [bash("make", "ok\n", id="u1")]
-    save.save_turn(Store.open(egg), turn_record(answer=None, tools=tools), root="/")
+    save_turn(Store.open(egg), turn_record(answer=None, tools=tools), root="/")
     n = len(commit_ids_in_file(egg))
-    s = save.save_turn(Store.open(egg), turn_record(answer="built", tools=tools), root="/")
+    s = save_turn(Store.open(egg), turn_record(answer="built", tools=tools), root="/")
     assert s.commit_id is not None and len(commit_ids_in_file(egg)) == n + 1
     c = Store.open(egg).graph.commits[s.commit_id]
     done = compile_turn(parse_turn(turn_record(answer="built", tools=tools)))
@@ -109,7 +111,7 @@ def test_replay_is_idempotent(recs):
         # replay the whole batch, then each record alone, in reverse order
         assert run_lines(p, text) == (0, [], "")
         for r in reversed(recs):
-            assert save.save_turn(Store.open(p), r, root="/").commit_id is None
+            assert save_turn(Store.open(p), r, root="/").commit_id is None
         assert read_bytes(p) == before
         # a store rebuilt from scratch in another order has the same roots
         q = os.path.join(d, "q.egg")
@@ -169,7 +171,7 @@ BAD_LINES = {
 
 @pytest.mark.parametrize("line,msg", BAD_LINES.values(), ids=BAD_LINES.keys())
 def test_each_kind_of_bad_line_is_named_and_writes_nothing(egg, line, msg):
-    save.save_turn(Store.open(egg), turn_record(turn="0", prompt="seed"), root="/")
+    save_turn(Store.open(egg), turn_record(turn="0", prompt="seed"), root="/")
     before = read_bytes(egg)
     bad, out, err = run_lines(egg, turn_line(turn="0", prompt="seed") + line + "\n", name="in.ndjson")
     assert bad == 1 and out == []
@@ -184,7 +186,7 @@ def test_each_kind_of_bad_line_is_named_and_writes_nothing(egg, line, msg):
 def test_cwd_is_stored_relative_to_the_given_root(egg, tmp_path):
     root = str(tmp_path / "proj")
     rec = turn_record(cwd=root + "/pkg")
-    s = save.save_turn(Store.open(egg), rec, root=root)
+    s = save_turn(Store.open(egg), rec, root=root)
     assert s.turn.cwd == "pkg"
     assert b'"text":"pkg"' in read_bytes(egg) and root.encode() not in read_bytes(egg)
 
@@ -194,14 +196,14 @@ def test_cwd_root_defaults_to_the_nearest_eggshell_toml(egg, tmp_path):
     (proj / "a" / "b").mkdir(parents=True)
     (proj / ".eggshell.toml").write_text("")
     assert paths.find_project(str(proj / "a" / "b")) == str(proj)
-    s = save.save_turn(Store.open(egg), turn_record(cwd=str(proj / "a" / "b")))
+    s = save_turn(Store.open(egg), turn_record(cwd=str(proj / "a" / "b")))
     assert s.turn.cwd == os.path.join("a", "b")
     # the same turn recorded from another checkout location is the same turn
     other = tmp_path / "elsewhere" / "proj"
     (other / "a" / "b").mkdir(parents=True)
     (other / ".eggshell.toml").write_text("")
     before = read_bytes(egg)
-    assert save.save_turn(Store.open(egg), turn_record(cwd=str(other / "a" / "b"))).commit_id is None
+    assert save_turn(Store.open(egg), turn_record(cwd=str(other / "a" / "b"))).commit_id is None
     assert read_bytes(egg) == before
 
 
@@ -280,7 +282,7 @@ def test_program_without_egg_is_a_usage_error():
 
 
 def test_program_refuses_a_damaged_store_and_leaves_it_alone(egg):
-    save.save_turn(Store.open(egg), turn_record(), root="/")
+    save_turn(Store.open(egg), turn_record(), root="/")
     data = read_bytes(egg).replace(b"lockfile", b"LOCKFILE")
     write_bytes(egg, data)
     p = egg_save("--egg", egg, stdin=turn_line(turn="2"))
@@ -311,10 +313,10 @@ def test_main_in_process_exit_codes(egg, capsys):
 
 
 def test_store_errors_during_a_save_propagate_as_egg_errors(egg):
-    save.save_turn(Store.open(egg), turn_record(), root="/")
+    save_turn(Store.open(egg), turn_record(), root="/")
     s = Store.open(egg)
     data = read_bytes(egg) + b"garbage\n"
     write_bytes(egg, data)
     with pytest.raises(EggError, match=r"work\.egg:\d+: not valid JSON"):
-        save.save_turn(s, turn_record(turn="2"), root="/")
+        save_turn(s, turn_record(turn="2"), root="/")
     assert read_bytes(egg) == data

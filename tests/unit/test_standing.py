@@ -1,7 +1,7 @@
 """standing.py: the freshness and trust concerns join into one Standing; only the user's own,
 verified-unchanged outcome may complete a call."""
 
-from eggshell.standing import CHANGED, NOT_CHECKED, UNKNOWN, VERIFIED, Standing, join, judges
+from eggshell.core.standing import CHANGED, NOT_CHECKED, UNKNOWN, VERIFIED, Standing, join, judges
 
 
 def test_only_own_and_verified_may_complete():

@@ -27,11 +27,11 @@ from helpers import (
     write_bytes,
 )
 from helpers.strategies import ref_digest, ref_exact_footprint, tiny_values, values
-from eggshell import eggfile as ef
-from eggshell import store as store_mod
-from eggshell.identity import content_hex
-from eggshell.store import EggError, Store, compact, merge
-from eggshell.values import Atom, E, Op, S, apply, union_admissible
+from eggshell.graph import eggfile as ef
+from eggshell.graph import store as store_mod
+from eggshell.core.identity import content_hex
+from eggshell.graph.store import EggError, Store, compact, merge
+from eggshell.core.values import Atom, E, Op, S, apply, union_admissible
 
 W, O, SESS = Atom.text("Bash\n{\"command\":\"ls\"}"), Atom.text("a.txt\n"), Atom.text("session-1")
 OCC = apply(Op.OCCURRENCE, (S, O), (S, W), (E, SESS), (E, Atom.text("turn-1")), (E, Atom.text("use-1")))

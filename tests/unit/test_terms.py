@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eggshell.terms import STOPWORDS
-from eggshell.terms import terms as product_terms
+from eggshell.search.terms import STOPWORDS
+from eggshell.search.terms import terms as product_terms
 
 
 def terms(text: str, **kw) -> list[str]:

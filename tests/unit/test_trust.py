@@ -17,12 +17,12 @@ import subprocess
 
 import pytest
 
-from eggshell import trust
-from eggshell.engine import handoff, workspace
-from eggshell.standing import VERIFIED, Standing, judges
-from eggshell.store import Store
-from eggshell.turns import work_text
-from eggshell.warm import Resources
+from eggshell.graph import trust
+from eggshell.reuse.engine import handoff, workspace
+from eggshell.core.standing import VERIFIED, Standing, judges
+from eggshell.graph.store import Store
+from eggshell.graph.turns import work_text
+from eggshell.runtime.warm import Resources
 from helpers.reuse import bash
 from helpers.forged import clone as git_clone, forged_repository
 from test_hook import REPO, Env
@@ -161,7 +161,7 @@ def test_a_torn_last_line_is_ignored_and_closed_before_the_next_append(tmp_path)
 
 
 def test_a_commit_whose_ledger_cannot_be_written_is_kept_with_a_note(tmp_path):
-    from eggshell.values import Atom
+    from eggshell.core.values import Atom
 
     blocked = tmp_path / "data"
     blocked.mkdir()
@@ -174,9 +174,9 @@ def test_a_commit_whose_ledger_cannot_be_written_is_kept_with_a_note(tmp_path):
 
 
 def test_a_purge_keeps_the_rewritten_commits_trusted(tmp_path):
-    from eggshell.identity import content_hex
-    from eggshell.store import compact
-    from eggshell.values import Atom
+    from eggshell.core.identity import content_hex
+    from eggshell.graph.store import compact
+    from eggshell.core.values import Atom
 
     path = str(tmp_path / "work.egg")
     s = Store.open(path)

@@ -7,22 +7,11 @@ from hypothesis import given
 
 from helpers import bash, tool_call, turn_record
 from helpers.strategies import turn_records
-from eggshell import records
-from eggshell.identity import content_hex
-from eggshell.store import Store
-from eggshell.turns import (
-    INTERRUPTED,
-    RECEIPT_MARK,
-    REMAINDER_MARKER,
-    TurnError,
-    compile_turn,
-    normalize_output,
-    parse_turn,
-    relative_cwd,
-    split_work,
-    work_text,
-)
-from eggshell.values import Apply, Atom, E, Op, S, apply
+from eggshell.graph import records
+from eggshell.core.identity import content_hex
+from eggshell.graph.store import Store
+from eggshell.graph.turns import (INTERRUPTED, RECEIPT_MARK, REMAINDER_MARKER, TurnError, compile_turn, normalize_output, parse_turn, relative_cwd, split_work, work_text)
+from eggshell.core.values import Apply, Atom, E, Op, S, apply
 
 
 def T(s: str) -> Atom:

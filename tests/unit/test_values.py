@@ -9,20 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers.strategies import ref_exact_footprint, tiny_values, values
-from eggshell import values as V
-from eggshell.values import (
-    MAX_OUTCOME_OBSERVATIONS,
-    Apply,
-    Atom,
-    E,
-    Op,
-    Ref,
-    S,
-    ShapeError,
-    apply,
-    exact_footprint,
-    union_admissible,
-)
+from eggshell.core import values as V
+from eggshell.core.values import (MAX_OUTCOME_OBSERVATIONS, Apply, Atom, E, Op, Ref, S, ShapeError, apply, exact_footprint, union_admissible)
 
 a, b, c, d = (Atom.text(x) for x in "abcd")
 

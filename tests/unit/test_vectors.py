@@ -22,9 +22,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eggshell import vectors
-from eggshell.identity import digest
-from eggshell.vectors import VectorCache, committed_segments, model_key, sweep_orphans, window_key
+from eggshell.search import vectors
+from eggshell.core.identity import digest
+from eggshell.search.vectors import VectorCache, committed_segments, model_key, sweep_orphans, window_key
 
 DIM = 8
 MODEL = "test-model (int8)"

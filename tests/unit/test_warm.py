@@ -12,9 +12,10 @@ import os
 
 import pytest
 
-from eggshell import hook
-from eggshell.store import compact
-from eggshell.warm import Resources
+from helpers.hooks import answer_here
+from eggshell.stages import hook
+from eggshell.graph.store import compact
+from eggshell.runtime.warm import Resources
 from test_hook import Env  # noqa: F401 - the same isolated environment as the hook tests
 
 RG = "rg -n parse_config src"
@@ -31,8 +32,8 @@ def env(tmp_path):
 
 def ask(env, res, session: str, prompt: str = "where is parse_config defined", command: str = "rg -n parse_config ./src"):
     """The replies to a prompt and a proposed call in a new chat."""
-    p = hook.respond("codex", json.dumps(env.prompt(prompt, turn="u-" + session, session_id=session)), env.paths, res)
-    q = hook.respond("codex", json.dumps(env.ev("PreToolUse", session=session, turn_id="u-" + session, tool_name="Bash",
+    p = answer_here("codex", json.dumps(env.prompt(prompt, turn="u-" + session, session_id=session)), env.paths, res)
+    q = answer_here("codex", json.dumps(env.ev("PreToolUse", session=session, turn_id="u-" + session, tool_name="Bash",
                                                 tool_input={"command": command}, tool_use_id="c1")), env.paths, res)
     return p, q
 
@@ -47,7 +48,7 @@ def snapshot(env) -> Resources:
 @pytest.fixture
 def opened(monkeypatch):
     """The paths Store.open read from scratch (a snapshot's stores are not opened again)."""
-    from eggshell.store import Store
+    from eggshell.graph.store import Store
 
     seen: list[str] = []
     real = Store.open.__func__
@@ -94,7 +95,7 @@ def test_a_store_replaced_since_is_read_again(env):
 def test_a_snapshot_from_other_code_is_ignored(env, monkeypatch, opened):
     snapshot(env)
     opened.clear()
-    monkeypatch.setattr("eggshell.manager.source_stamp", lambda: (0, 0))
+    monkeypatch.setattr("eggshell.runtime.warm.source_stamp", lambda: (0, 0))
     cold = Resources(env.data, env.paths.bin_dir, warm=False)
     _, q = ask(env, cold, "chat-e")
     assert q["hookSpecificOutput"]["permissionDecision"] == "deny"
@@ -114,10 +115,10 @@ def test_a_damaged_snapshot_is_logged_and_ignored(env):
 
 CHILD = r"""
 import json, sys
-from eggshell import hook
+from helpers.hooks import answer_here
 from eggshell.paths import Paths
-from eggshell.store import Store
-from eggshell.warm import Resources
+from eggshell.graph.store import Store
+from eggshell.runtime.warm import Resources
 prefix, data, cfg, codex, bin_dir, egg, pre = sys.argv[1:8]
 opened = []
 real = Store.open.__func__
@@ -125,7 +126,7 @@ Store.open = classmethod(lambda cls, p: (opened.append(p), real(cls, p))[1])
 paths = Paths(prefix, data, cfg, codex, bin_dir)
 res = Resources(data, bin_dir, warm=False)
 for payload in json.loads(pre):
-    reply = hook.respond("codex", json.dumps(payload), paths, res)
+    reply = answer_here("codex", json.dumps(payload), paths, res)
 print(json.dumps({"reply": reply, "opened": egg in opened}))
 """
 

@@ -1,0 +1,510 @@
+"""Redaction at capture: secrets and `<private>` text never reach the journal or a store.
+
+Every hook payload is redacted in the hook process before anything is written or sent
+(runtime/turnflow.record): the prompt, each tool's input and output, the final answer. What
+a rule recognises becomes a typed placeholder, `[redacted: KIND]` (only the value of a
+`KEY=value` pair or the password of a URL, the rest of the line stays); a
+`<private>...</private>` span becomes `[redacted: private]`; the output of a call that
+a `never_record` glob names becomes `[withheld by never_record: GLOB]`. Stored text that
+holds one of these markers is not the real output of its call, so the reuse engine
+never lets it stand in for running a call (intrinsic.Match.completed).
+
+Speed: the hook path is a fresh process per event, so this module imports only `os` and
+`collections` (for one namedtuple).
+Each rule starts with a literal (its trigger), which lets the regex engine skip to the
+candidates as fast as a substring search; a rule is compiled on first use, and only when
+its trigger occurs, so a short output with no trigger costs no `re` import at all.
+Case-insensitive rules run on the lower-cased text. Text past SCAN_CAP characters per
+payload is withheld rather than stored unscanned: a 50 MB output costs a bounded time.
+No dataclasses or typing here: hooks import this module.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import namedtuple
+
+PLACEHOLDER = "[redacted: %s]"
+WITHHELD = "[withheld by never_record: %s]"
+PAST_CAP = "\n[withheld: %d characters past the redaction limit]"
+MARKERS = ("[redacted: ", "[withheld by never_record: ", "[withheld: ")
+SCAN_CAP = 4 << 20  # characters of one payload's text scanned; what is past it is withheld
+TAIL_KEPT = 1 << 16  # of a text past the cap, its last characters are kept (and scanned) too
+# Payload fields the host generates as structure, not content: never rewritten.
+STRUCTURAL = frozenset(("hook_event_name", "session_id", "turn_id", "prompt_id", "cwd", "transcript_path", "tool_name",
+                        "tool_use_id", "permission_mode", "source", "model", "stop_hook_active", "is_interrupt"))
+
+
+class Rules(namedtuple("Rules", "extra never_record")):
+    """The user's rules in force for a turn: compiled `redact` patterns and `never_record` globs.
+
+    The built-in rules always apply on top; a namedtuple, since hooks import this module.
+    """
+
+    __slots__ = ()
+
+
+BUILTIN = Rules((), ())
+
+# (kind, on lower-cased text, trigger literal the pattern starts with, pattern, lead)
+# The whole match is replaced, or only the group named `v`. `lead` = (characters, most):
+# the secret also covers up to `most` such characters right before the match (a prefix
+# no literal can start, such as a Telegram token's bot id).
+_V_QUOTED = r"\"[^\"\n]{1,500}\"|'[^'\n]{1,500}'"
+_KEY_TAIL = (r"(?![a-z0-9])[\"']?(?P<sep>[ \t]{0,3}(?:=|:=|=>|:)[ \t]{0,3})"
+             r"(?P<v>%s|[^\s\"',;()\[\]{}<>`]{1,500})" % _V_QUOTED)
+_DIGITS = ("0123456789", 10)
+_AZURE_LEAD = ("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~.-", 4)
+
+_TOKENS = (
+    ("private-key", False, "-----BEGIN",
+     r"-----BEGIN[A-Z0-9 ]{0,20}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]{0,20}PRIVATE KEY(?: BLOCK)?-----|\Z)", None),
+    ("private-key", False, "PuTTY-User-Key-File-", r"PuTTY-User-Key-File-\d+:[\s\S]*?(?:Private-MAC: *[0-9a-fA-F]+|\Z)", None),
+    ("aws-access-key-id", False, ("AKIA", "ASIA", "ABIA", "ACCA"), r"A(?<![A-Z0-9]A)(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])", None),
+    ("google-api-key", False, "AIza", r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])", None),
+    ("google-oauth-secret", False, "GOCSPX-", r"GOCSPX-[0-9A-Za-z_-]{28}", None),
+    ("google-oauth-token", False, "ya29.", r"ya29\.(?<![A-Za-z0-9_]ya29\.)[0-9A-Za-z_-]{20,}", None),
+    ("azure-client-secret", False, "Q~", r"Q~(?<=[A-Za-z0-9_~.-]{3}[0-9]Q~)[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])", _AZURE_LEAD),
+    ("azure-sas-signature", False, "sig=", r"sig=(?<=[?&]sig=)(?P<v>[A-Za-z0-9%+/=]{30,})", None),
+    ("github-token", False, "gh", r"gh[pousr]_(?<![A-Za-z0-9_]gh._)[A-Za-z0-9]{36,255}", None),
+    ("github-token", False, "github_pat_", r"github_pat_[A-Za-z0-9_]{60,255}", None),
+    ("gitlab-token", False, "gl", r"gl(?:pat|dt|rt|ptt|ft|soat|cbt|imt|agent)-[A-Za-z0-9_-]{20,}", None),
+    ("gitlab-token", False, "GR1348941", r"GR1348941[A-Za-z0-9_-]{20,}", None),
+    ("bitbucket-token", False, "ATBB", r"ATBB[A-Za-z0-9_=.-]{28,}", None),
+    ("atlassian-token", False, "ATATT3", r"ATATT3[A-Za-z0-9_=+/-]{40,}", None),
+    ("slack-token", False, "xox", r"xox[abposre]-[A-Za-z0-9-]{10,}", None),
+    ("slack-token", False, "xapp-", r"xapp-[A-Za-z0-9-]{10,}", None),
+    ("slack-webhook", False, "hooks.slack.com/", r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{20,}", None),
+    ("discord-webhook", False, "/api/webhooks/",
+     r"/api/webhooks/(?:(?<=discord\.com/api/webhooks/)|(?<=discordapp\.com/api/webhooks/))\d+/[A-Za-z0-9_-]{20,}", None),
+    ("discord-token", False, "M", r"M(?<![A-Za-z0-9_-]M)[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])", None),
+    ("discord-token", False, "N", r"N(?<![A-Za-z0-9_-]N)[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])", None),
+    ("discord-token", False, "O", r"O(?<![A-Za-z0-9_-]O)[A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])", None),
+    ("telegram-bot-token", False, ":AA", r":AA(?<=[0-9]{8}:AA)[A-Za-z0-9_-]{32,33}(?![A-Za-z0-9_-])", _DIGITS),
+    ("stripe-key", False, ("k_live_", "k_test_"), r"k_(?<=[sr]k_)(?:live|test)_[A-Za-z0-9]{20,}", ("rs", 1)),
+    ("stripe-key", False, "whsec_", r"whsec_[A-Za-z0-9]{24,}", None),
+    ("twilio-api-key", False, "SK", r"SK(?<![A-Za-z0-9]SK)[0-9a-fA-F]{32}(?![A-Za-z0-9])", None),
+    ("sendgrid-api-key", False, "SG.", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", None),
+    ("mailgun-api-key", False, "key-", r"key-(?<![A-Za-z0-9_-]key-)[0-9a-f]{32}(?![A-Za-z0-9])", None),
+    ("npm-token", False, "npm_", r"npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])", None),
+    ("pypi-token", False, "pypi-AgE", r"pypi-AgE[A-Za-z0-9_-]{50,}", None),
+    ("docker-hub-token", False, "dckr_pat_", r"dckr_pat_[A-Za-z0-9_-]{27,}", None),
+    ((("ant", "anthropic-api-key"), ("oai", "openai-api-key"), ("sk", "api-key")), False, "sk-",
+     r"sk-(?<![A-Za-z0-9_-]sk-)(?:(?P<ant>ant-[A-Za-z0-9_-]{20,})|(?P<oai>(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"
+     r"|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})|(?P<sk>(?:or-v1-)?[A-Za-z0-9]{32,}(?![A-Za-z0-9_-])))", None),
+    ("huggingface-token", False, "hf_", r"hf_(?<![A-Za-z0-9_]hf_)[A-Za-z0-9]{30,}", None),
+    ("huggingface-token", False, "api_org_", r"api_org_[A-Za-z0-9]{30,}", None),
+    ("groq-api-key", False, "gsk_", r"gsk_(?<![A-Za-z0-9_]gsk_)[A-Za-z0-9]{40,}", None),
+    ("xai-api-key", False, "xai-", r"xai-(?<![A-Za-z0-9_-]xai-)[A-Za-z0-9]{50,}", None),
+    ("perplexity-api-key", False, "pplx-", r"pplx-[A-Za-z0-9]{40,}", None),
+    ("replicate-token", False, "r8_", r"r8_(?<![A-Za-z0-9_]r8_)[A-Za-z0-9]{30,}", None),
+    ("langsmith-api-key", False, "lsv2_", r"lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}", None),
+    ("digitalocean-token", False, "_v1_", r"_v1_(?<=do[por]_v1_)[a-f0-9]{64}", (None, 3)),
+    ("shopify-token", False, "shp", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", None),
+    ("jwt", False, "eyJ", r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", None),
+    ("bearer-token", False, "Bearer", r"Bearer(?<![A-Za-z]Bearer)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)", None),
+    ("url-password", False, "://", r"://[^\s:/?#@'\"<>\\]{1,100}:(?P<v>[^\s/?#@'\"<>\\]{1,200})@", None),
+    # case-insensitive rules (on the lower-cased text)
+    ("private", True, "<private>", r"<private>[\s\S]*?(?:</private>|\Z)", None),
+    ("aws-secret-key", True, "aws", r"aws[_.-]?(?:secret(?:[_.-]?access)?(?:[_.-]?key)?|sk)(?![a-z0-9])[\"']?[ \t]{0,3}(?:=|:|=>)?[ \t]{0,3}[\"']?"
+                                    r"(?P<v>[a-z0-9/+]{40})(?![a-z0-9/+=])", None),
+    ("aws-secret-key", True, ("secretaccesskey", "secret_access_key"),
+     r"secret_?access_?key[\"']?\s{0,3}[=:]\s{0,3}[\"']?(?P<v>[a-z0-9/+]{40})(?![a-z0-9/+=])", None),
+    ("azure-storage-key", True, "accountkey=", r"accountkey=(?P<v>[a-z0-9+/]{40,}={0,2})", None),
+    ("azure-storage-key", True, "sharedaccesskey=", r"sharedaccesskey=(?P<v>[a-z0-9+/]{40,}={0,2})", None),
+    ("auth-header", True, "authorization", r"authorization[\"']?\s{0,3}[:=]\s{0,3}[\"']?(?:bearer|basic|token|digest)\s+(?P<v>[a-z0-9._~+/-]{8,}=*)", None),
+    ("secret-flag", True, "--", r"--(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|token|secret|api-?key|access-?key|private-?key)[= ]"
+                               r"(?P<v>%s|[^\s\"']{1,300})" % _V_QUOTED, None),
+)
+
+# Words that name a secret when a key ends in one (DB_PASSWORD, apiToken, "client_secret"):
+# the value is redacted when it reads as data rather than code or a stand-in. A weak word
+# (`key`, `auth`...) only redacts a high-entropy value, unless a strong word precedes it
+# (`secret_key`, `api-key`, `private.key`).
+_STRONG = ("password", "passwd", "passphrase", "secret", "token", "credential", "credentials")
+_STRONG_BEFORE_KEY = ("secret", "api", "access", "private", "auth", "signing", "encryption", "master", "client")
+# (trigger, the key words it starts): weak words are `key`, `auth`, `pwd`, `pass`, `sig`, `signature`, `salt`
+_KEY_WORDS = (("pass", r"pass(?:word|wd|phrase)?"), ("secret", "secret"), ("token", "token"), ("credential", r"credentials?"),
+              ("key", "key"), ("auth", "auth"), ("pwd", "pwd"), ("sig", r"sig(?:nature)?"), ("salt", "salt"))
+_KEYED = tuple(("secret", True, t, "(?P<w>%s)%s" % (w, _KEY_TAIL), None) for t, w in _KEY_WORDS)
+_RULES = _TOKENS + _KEYED
+_STRONG_WORDS = frozenset(_STRONG)
+
+_PLACEHOLDER_VALUES = frozenset(("password", "passwd", "pass", "secret", "token", "none", "null", "nil", "true", "false",
+                                 "undefined", "changeme", "example", "redacted", "hidden", "str", "string", "bytes", "int",
+                                 "optional", "required", "xxx", "todo", "value", "default", "empty", "dummy", "placeholder"))
+
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
+
+_compiled: dict = {}  # (rule index, ignore case) -> compiled pattern, filled on first use per process
+
+
+def _rx(i: int, fold: bool):
+    key = (i, fold)
+    rx = _compiled.get(key)
+    if rx is None:
+        import re
+
+        rx = _compiled[key] = re.compile(_RULES[i][3], re.IGNORECASE if fold else 0)
+    return rx
+
+
+def _spans(text: str) -> list:
+    """(start, -end, rule index, kind) of every secret found, unsorted, possibly overlapping."""
+    low = folded = None
+    fold = False
+    out = []
+    for i, (kind, lower, trigger, _, lead) in enumerate(_RULES):
+        if lower and low is None:
+            low = text.lower()
+            fold = len(low) != len(text)  # a few characters change length when lower-cased
+            folded = text if fold else low
+        if (i, lower and fold) not in _compiled and not _triggered(trigger, low if lower else text):
+            continue  # not compiled yet, and it cannot match: leave it so
+        for s, e, k in _matches(_rx(i, lower and fold), folded if lower else text, text, kind):
+            out.append((_extend_back(text, s, lead) if lead else s, -e, i, k))
+    return out
+
+
+def _matches(rx, hay: str, text: str, kind):
+    """The spans one rule redacts. A value judged no secret is searched again, so a key inside
+    what was taken for a value (`password: "x password: "real"`, `key: SECRET_KEY=real`) is
+    still seen. A bare value is searched again once, not again inside what that finds:
+    `key:key:key:...` stays linear."""
+    if "v" not in rx.groupindex:
+        for m in rx.finditer(hay):
+            yield _judge(text, m, kind)
+        return
+    pos = inside = 0
+    while True:
+        m = rx.search(hay, pos)
+        if m is None:
+            return
+        span = _judge(text, m, kind)
+        if span is None:
+            v = m.start("v")
+            if hay[v] in "\"'":
+                pos = v + 1
+            elif m.start() >= inside:
+                pos, inside = v, m.end()
+            else:
+                pos = m.end()
+        else:
+            yield span
+            pos = max(m.end(), m.start() + 1)
+
+
+def _triggered(trigger, hay: str) -> bool:
+    return trigger in hay if isinstance(trigger, str) else any(t in hay for t in trigger)
+
+
+def _extend_back(text: str, s: int, lead: tuple) -> int:
+    chars, most = lead
+    n = 0
+    while s > 0 and n < most and (chars is None or text[s - 1] in chars):
+        s -= 1
+        n += 1
+    return s
+
+
+def _judge(text: str, m, kind):
+    """The span a match redacts, with its kind; None when the value is no secret after all."""
+    if not isinstance(kind, str):
+        kind = next(k for g, k in kind if m.group(g) is not None)
+    if "v" not in m.re.groupindex:
+        return m.start(), m.end(), kind
+    s, e = m.span("v")
+    v = text[s:e]
+    if kind == "secret":
+        kind = _keyed(text, m, v, m.group("w").lower())
+        if kind is None:
+            return None
+    elif kind in ("url-password", "secret-flag") and (_stand_in(v) or v.startswith("-")):
+        return None  # a stand-in, or the next option rather than a value
+    if len(v) > 1 and v[0] in "\"'" and v[-1] == v[0]:
+        s, e = s + 1, e - 1  # keep the quotes: the line still parses
+    return s, e, kind
+
+
+def _keyed(text: str, m, v: str, word: str):
+    """"secret" for the value of a KEY=value pair that holds one (`word` ends the key), else None."""
+    if _stand_in(v) or word in v.lower():  # `password=KEY_PASSWORD`, `authkey=authkey`: a reference
+        return None
+    if _high_entropy(v):
+        return "secret"
+    strong = word in _STRONG_WORDS or (word == "key" and _after_strong(text, m.start()))
+    if not strong or _code_like(v, m.group("sep"), text[m.end():m.end() + 1]):
+        return None
+    return "secret"
+
+
+def _after_strong(text: str, s: int) -> bool:
+    before = text[max(0, s - 12): s].lower().rstrip("_.-")
+    return before.endswith(_STRONG_BEFORE_KEY)
+
+
+def _stand_in(v: str) -> bool:
+    """A value that is a stand-in, a reference or already redacted rather than a secret."""
+    bare = v.strip("\"'")
+    if len(bare) < 4 or bare.lower() in _PLACEHOLDER_VALUES or len(set(bare)) <= 2:
+        return True
+    return bare[0] in "$%{<*.@#&!" or bare.startswith(("[redacted", "[withheld", "os.", "self.", "process.env", "env.", "getenv"))
+
+
+def _code_like(v: str, sep: str, after: str) -> bool:
+    """A value that reads as code (a variable, an argument, a type) or prose, not data.
+
+    `KEY=value` with nothing between key and `=` is a shell or .env assignment: its bare
+    word is data, unless a `,` or `)` follows (a keyword argument, `f(password=pw)`).
+    Elsewhere (`password = password`, `token: str`) a bare identifier is code, and a
+    quoted phrase ("Enter password: ") is prose.
+    """
+    if v[0] in "\"'":
+        return " " in v or "\t" in v
+    if sep == "=":
+        return after in (",", ")", "(")
+    return all(c.isalpha() or c in "_." for c in v)
+
+
+def _high_entropy(v: str) -> bool:
+    """A long random-looking value: letters and digits mixed, about 3.5 bits a character or more."""
+    bare = v.strip("\"'")
+    if len(bare) < 16 or not any(c.isdigit() for c in bare) or not any(c.isalpha() for c in bare):
+        return False
+    if any(c not in _TOKEN_CHARS for c in bare):  # dots, colons, spaces: a name or a path, not a token
+        return False
+    import math
+
+    counts: dict = {}
+    for c in bare:
+        counts[c] = counts.get(c, 0) + 1
+    n = len(bare)
+    return -sum(k / n * math.log2(k / n) for k in counts.values()) >= 3.5
+
+
+def _merge(spans: list) -> list:
+    """Overlapping spans become one: no part of a secret is left out. The widest span at a
+    position names the kind, and of equal ones the earliest rule (a token's own kind wins
+    over the key it was assigned to)."""
+    out: list = []
+    for s, e, _, k in sorted(spans):
+        e = -e
+        if out and s < out[-1][1]:
+            if e > out[-1][1]:
+                out[-1] = (out[-1][0], e, out[-1][2])
+            continue
+        out.append((s, e, k))
+    return out
+
+
+def redact_text(text: str, extra=()) -> str:
+    """`text` with every recognised secret replaced by its placeholder.
+
+    `extra` are the user's compiled patterns (config `redact`), applied after the built-in ones.
+    """
+    spans = _merge(_spans(text))
+    if spans:
+        parts = []
+        at = 0
+        for s, e, k in spans:
+            parts.append(text[at:s])
+            parts.append(PLACEHOLDER % k)
+            at = e
+        parts.append(text[at:])
+        text = "".join(parts)
+    for rx in extra:
+        text = rx.sub(_custom, text)
+    return text
+
+
+def _custom(m) -> str:
+    """A user pattern's match, or only its group `secret` when it has one."""
+    if "secret" in m.re.groupindex and m.group("secret") is not None:
+        s, e = m.span("secret")
+        b = m.start(0)
+        return m.group(0)[: s - b] + PLACEHOLDER % "custom" + m.group(0)[e - b:]
+    return PLACEHOLDER % "custom"
+
+
+def compile_extra(patterns) -> tuple:
+    """The user's `redact` patterns compiled; ValueError naming the first bad one."""
+    if not patterns:
+        return ()
+    import re
+
+    out = []
+    for p in patterns:
+        try:
+            rx = re.compile(p)
+        except re.error as e:
+            raise ValueError("%r is not a valid regular expression: %s" % (p, e)) from None
+        if rx.search("") is not None:
+            raise ValueError("%r matches the empty string (it would mark every position)" % p)
+        out.append(rx)
+    return tuple(out)
+
+
+def rules(redact=(), never_record=()) -> Rules:
+    """The Rules for a turn's snapshotted `redact` patterns and `never_record` globs."""
+    if not redact and not never_record:
+        return BUILTIN
+    return Rules(compile_extra(redact), tuple(never_record))
+
+
+_MARKERS_UTF8 = tuple(m.encode() for m in MARKERS)
+
+
+def marked(text) -> bool:
+    """Whether stored text (str or UTF-8 bytes) carries a redaction or withheld marker."""
+    return any(m in text for m in (_MARKERS_UTF8 if isinstance(text, bytes) else MARKERS))
+
+
+# -- payloads -------------------------------------------------------------------------
+
+
+def redact_payload(payload: dict, rules: Rules = BUILTIN) -> dict:
+    """Redact a hook payload in place (and return it): every content string, at any depth.
+
+    A tool call that a `never_record` glob names keeps only its command or path; its
+    output and any other content it carried are withheld.
+    """
+    budget = [SCAN_CAP]
+    glob = withheld_by(rules.never_record, payload) if rules.never_record else None
+    for k in sorted(payload, key=lambda k: k in ("tool_response", "error")):  # a huge output never starves the rest
+        if k in STRUCTURAL:
+            continue
+        if glob is not None and k in ("tool_response", "error"):
+            payload[k] = WITHHELD % glob
+        elif glob is not None and k == "tool_input" and isinstance(payload[k], dict):
+            payload[k] = {ik: (iv if ik in _CALL_KEYS else WITHHELD % glob) for ik, iv in payload[k].items()}
+            payload[k] = _walk(payload[k], rules.extra, budget)
+        else:
+            payload[k] = _walk(payload[k], rules.extra, budget)
+    return payload
+
+
+def redact_record(record):
+    """A turn record (turns.py: egg-save's input) with its prompt, tools and answer redacted by the built-in rules."""
+    if not isinstance(record, dict):
+        return record
+    budget = [SCAN_CAP]
+    return {k: (v if k in ("session", "turn", "cwd") else _walk(v, (), budget)) for k, v in record.items()}
+
+
+def _walk(v, extra, budget, key=None):
+    if isinstance(v, str):
+        if key is not None and _secret_key(key) and v and not _stand_in(v):
+            return PLACEHOLDER % "secret"
+        return _text(v, extra, budget)
+    if isinstance(v, list):
+        return [_walk(x, extra, budget) for x in v]
+    if isinstance(v, dict):
+        return {k: _walk(x, extra, budget, k) for k, x in v.items()}
+    return v
+
+
+def _secret_key(key) -> bool:
+    """A structured field whose name says its value is a secret ({"password": ...})."""
+    if not isinstance(key, str):
+        return False
+    k = key.lower().rstrip("s") if key.lower().endswith("credentials") else key.lower()
+    return k.endswith(_STRONG) or (k.endswith("key") and _after_strong(k, len(k) - 3))
+
+
+def _text(s: str, extra, budget) -> str:
+    """One string redacted within the payload's scan budget; what is past it is withheld.
+
+    A long text keeps its last TAIL_KEPT characters (scanned too) as well as its head: a
+    pasted log ends with the question about it, and an output with its verdict.
+    """
+    left = budget[0]
+    if len(s) <= left:
+        budget[0] = left - len(s)
+        return redact_text(s, extra)
+    budget[0] = 0
+    tail = TAIL_KEPT if left > 4 * TAIL_KEPT else 0
+    cut = _cut(s, left - tail)
+    if not tail:
+        return redact_text(s[:cut], extra) + PAST_CAP % (len(s) - cut)
+    start = _start(s, len(s) - tail)
+    return redact_text(s[:cut], extra) + PAST_CAP % (start - cut) + "\n" + redact_text(s[start:], extra)
+
+
+def _cut(s: str, at: int) -> int:
+    """Where to stop scanning: at a line (or word) end before `at`, so no token is cut in two."""
+    for sep in ("\n", " "):
+        i = s.rfind(sep, max(0, at - 4096), at)
+        if i != -1:
+            return i
+    return max(0, at - 4096)
+
+
+def _start(s: str, at: int) -> int:
+    """Where to resume scanning: at a line (or word) start after `at`, so no token is cut in two."""
+    for sep in ("\n", " "):
+        i = s.find(sep, at, at + 4096)
+        if i != -1:
+            return i + 1
+    return at
+
+
+# -- never_record ------------------------------------------------------------------------
+
+_CALL_KEYS = ("command", "cmd", "file_path", "path", "notebook_path", "filePath", "paths", "pattern", "glob", "workdir", "cwd")
+_PATH_KEYS = ("file_path", "path", "notebook_path", "filePath", "paths")
+
+
+def withheld_by(globs, payload: dict):
+    """The first `never_record` glob naming this tool call (its command or a path it uses), or None.
+
+    A glob with a `/` or starting with `~` is a path (`~/.ssh/*`), matched against the
+    absolute paths the call names; one without (`.env*`) also matches a path's last
+    component; every glob is matched against each command of a shell call (`cat .env*`).
+    """
+    inp = payload.get("tool_input")
+    if not isinstance(inp, dict):
+        return None
+    import fnmatch
+
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
+    commands = _commands(inp)
+    paths = _paths(inp, commands, cwd)
+    for g in globs:
+        gx = os.path.expanduser(g)
+        pathlike = "/" in g or g.startswith("~")
+        if any(fnmatch.fnmatchcase(c, g) for c in commands):
+            return g
+        for p in paths:
+            if pathlike and fnmatch.fnmatchcase(p, gx if os.path.isabs(gx) else os.path.join(cwd, gx)):
+                return g
+            if not pathlike and fnmatch.fnmatchcase(os.path.basename(p), g):
+                return g
+    return None
+
+
+def _commands(inp: dict) -> list:
+    """A shell call's commands: the whole line and each clause between && || ; | and newlines."""
+    cmd = inp.get("command", inp.get("cmd"))
+    if isinstance(cmd, list):
+        cmd = cmd[-1] if len(cmd) >= 3 and cmd[-2] in ("-c", "-lc") else " ".join(str(x) for x in cmd)
+    if not isinstance(cmd, str):
+        return []
+    split = cmd
+    for sep in ("&&", "||", ";", "|"):
+        split = split.replace(sep, "\n")
+    return [c for c in dict.fromkeys([cmd.strip()] + [c.strip() for c in split.split("\n")]) if c]
+
+
+def _paths(inp: dict, commands: list, cwd: str) -> list:
+    """Absolute paths the call names: its path fields and the words of its commands."""
+    raw = []
+    for k in _PATH_KEYS:
+        v = inp.get(k)
+        raw.extend([v] if isinstance(v, str) else [x for x in v if isinstance(x, str)] if isinstance(v, list) else [])
+    for c in commands:
+        raw.extend(w.strip("'\"<>") for w in c.split())
+    out = []
+    for p in raw:
+        if p and not p.startswith("-"):
+            out.append(os.path.normpath(os.path.join(cwd, os.path.expanduser(p))))
+    return list(dict.fromkeys(out))

@@ -1,0 +1,131 @@
+"""Read turns back out of a graph, and the searchable text each one exposes.
+
+The graph has no kind tags, so a turn is recognised by its Receipt: a completed
+turn's Receipt pins its answer Outcome, an interrupted one pins its decomposition and
+the interrupted marker. Tool outcomes are tied to their turn through the Exact
+(session, turn) of their native Occurrence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from eggshell.core.identity import content_hex, display_key
+from eggshell.graph.store import Graph
+from eggshell.graph.turns import receipt_of, split_work, tool_occurrence
+from eggshell.core.values import Apply, Op, Value, dataclass_reduce, readable
+
+OUTPUT_CAP = 1000  # characters of each tool output that go into searchable text
+RECORD_CAP = 8000  # characters of searchable text per record, so one huge turn cannot stall search
+
+
+@dataclass(frozen=True, slots=True)
+class ToolView:
+    work: str
+    outcome: str
+    id: str  # content id of the tool's Outcome relation
+    use_id: str
+
+    __reduce__ = dataclass_reduce
+
+
+@dataclass(frozen=True, slots=True)
+class TurnView:
+    id: str  # content id of the owner: the answer Outcome, or the All of an interrupted turn
+    session: str
+    turn: str
+    cwd: str
+    prompt: str
+    answer: str | None
+    tools: tuple[ToolView, ...]
+    time: str
+    store: str  # path of the .egg it came from
+
+    __reduce__ = dataclass_reduce
+
+    @property
+    def key(self) -> str:
+        return display_key(self.id)
+
+
+def _text(v: Value) -> str:
+    return readable(v)
+
+
+def _native(out: Apply) -> tuple[str, str, str] | None:
+    """(session, turn, use_id) of a tool Outcome whose Occurrence is native (outcome first)."""
+    occ = tool_occurrence(out)
+    return (occ.session, occ.turn, occ.use_id) if occ is not None else None
+
+
+def turn_views(g: Graph) -> list[TurnView]:
+    """Every recorded turn in the graph, oldest first; a re-recorded turn keeps its latest form."""
+    tools_by_turn: dict[tuple[str, str], list[ToolView]] = {}
+    receipts: list[tuple[Apply, str]] = []
+    for rid, commit in g.root_ids.items():
+        v = g.nodes[rid]
+        if not isinstance(v, Apply):
+            continue
+        if v.op is Op.OUTCOME:
+            nat = _native(v)
+            if nat is not None:
+                sess, turn, use = nat
+                tools_by_turn.setdefault((sess, turn), []).append(
+                    ToolView(_text(v.args[0].target), _text(v.args[1].target), rid, use)
+                )
+        elif (rec := receipt_of(v)) is not None:
+            receipts.append((rec, commit.time))
+    latest: dict[tuple[str, str], TurnView] = {}
+    for rec, when in receipts:
+        sess, turn, prompt, answer, owner, cwd, decomposition = rec
+        works = [_text(r.target) for r in decomposition.args[1:-1]] if isinstance(decomposition, Apply) else []
+        tools = tools_by_turn.get((sess, turn), [])
+        ordered = sorted(tools, key=lambda t: works.index(t.work) if t.work in works else len(works))
+        view = TurnView(content_hex(owner), sess, turn, cwd, prompt, answer, tuple(ordered), when, g.path)
+        prior = latest.get((sess, turn))
+        if prior is None or (prior.answer is None) or (view.answer is not None and when >= prior.time):
+            latest[(sess, turn)] = view
+    return sorted(latest.values(), key=lambda t: (t.time, t.id))
+
+
+def command_of(work: str) -> str:
+    """The human part of a tool Work: a shell command, or the input JSON."""
+    parsed = split_work(work)
+    if parsed is None:
+        return work
+    name, inp = parsed
+    if isinstance(inp, dict):
+        for k in ("command", "cmd", "file_path", "path", "pattern", "query"):
+            if isinstance(inp.get(k), str):
+                return inp[k]
+    return work.partition("\n")[2]
+
+
+def searchable_text(t: TurnView) -> str:
+    """What search sees of a turn: request, answer, commands and capped outputs.
+
+    An interrupted turn has no answer, so its observed operations carry it.
+    """
+    parts = [t.prompt]
+    if t.answer:
+        parts.append(t.answer)
+    for tool in t.tools:
+        parts.append(command_of(tool.work))
+        parts.append(tool.outcome[:OUTPUT_CAP])
+    return "\n".join(p for p in parts if p)[:RECORD_CAP]
+
+
+def index_items(views: Iterable[TurnView]) -> list[dict]:
+    """Provider `index` items for these turns."""
+    return [{"id": t.id, "text": searchable_text(t)} for t in views]
+
+
+def view_of_turn(turn, compiled, time: str, store: str) -> TurnView:
+    """The TurnView of a turn just compiled, without re-reading the graph."""
+    owner = compiled.answer_outcome if compiled.answer_outcome is not None else compiled.decomposition
+    tools = tuple(
+        ToolView(_text(o.args[0].target), _text(o.args[1].target), content_hex(o), call.id)
+        for call, o in zip(turn.tools, compiled.tool_outcomes)
+    )
+    return TurnView(content_hex(owner), turn.session, turn.turn, turn.cwd, turn.prompt, turn.answer, tools, time, store)

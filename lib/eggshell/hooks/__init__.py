@@ -1,1 +1,0 @@
-"""Host adapters: turn one host's hook payloads into journal events, commits and handoffs."""

@@ -1,0 +1,309 @@
+"""What answering a hook needs loaded: stores, search indexes, reuse workspaces, the model.
+
+One class serves both paths. A hook process with no manager makes one (`warm=False`),
+answers one event and exits: stores are read once per event, and prompts are ranked
+lexically because loading the model would cost a second. The warm manager keeps one for
+its lifetime: stores only read what was appended, the workspace grows by each commit's
+new edges, and the model stays loaded. The answers are the same code either way.
+
+Between the two: a manager that exits leaves a snapshot of its stores, workspaces and
+lexical indexes per read set (`<data root>/run/snapshots/`), and a cold hook starts from
+it. Reading 10,000 turns from their `.egg` takes seconds; unpickling them about one. A
+snapshot is only a head start: each Store it holds re-reads what was appended to its
+file since (or all of it, if the file was replaced), so a stale snapshot costs time,
+never correctness, and one written by other code (a reinstall) is ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+from typing import Callable, ContextManager
+
+from eggshell.errors import EggshellError
+from eggshell.config import Config
+from eggshell.reuse.engine import LiveWorkspace, Workspace
+from eggshell.reuse.freshness import Cache
+from eggshell.search.searcher import Searcher
+from eggshell.graph.store import Store
+
+QUERY_WINDOWS = 16  # windows a warm prompt embeds for stored turns not embedded yet (about half a second)
+MODEL_THREADS = 1  # the manager's model runs on the thread that asks, so a low-priority one embeds at low priority
+WARM_LOCK_S = 0.05  # a warm commit's wait for a store lock held elsewhere: the worker serves hooks; the journal keeps the turn
+BACKFILL_WINDOWS = 4  # windows embedded per step of the manager: a prompt waits at most for one step
+
+
+
+def source_stamp() -> tuple:
+    """When this package's files last changed: a reinstall makes a running manager retire."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the whole eggshell package
+    out = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            if f.endswith(".py"):
+                try:
+                    out.append(os.stat(os.path.join(d, f)).st_mtime_ns)
+                except OSError:
+                    pass
+    return (len(out), max(out, default=0))
+
+
+class NotGrown(EggshellError):
+    """The tool worker has no workspace for these stores yet: the main worker answers (and builds it)."""
+
+
+class Grown:
+    """Resources as the manager's main worker last brought them up to date, read and never changed.
+
+    What the manager's tool worker answers tool events from while the main worker searches,
+    saves or embeds: the reuse workspace of each read set, without reading the stores (only the
+    main worker does, and it grows every workspace after each commit). Only while each store
+    file is exactly what the workspace was grown from: anything appended, replaced or removed
+    since (another process's commit, a forget, a compaction) sends the answer to the main
+    worker, which reads it first.
+    """
+
+    unlocked = contextlib.nullcontext  # the tool worker holds the lock for its whole answer
+
+    def __init__(self, res: "Resources"):
+        self.res = res
+
+    @property
+    def freshness(self):
+        return self.res.freshness
+
+    def workspace(self, read: tuple[str, ...], staged=()) -> Workspace:
+        live = self.res._live.get(read)
+        if live is None or self.res._grown.get(read) != tuple(_on_disk(p) for p in read):
+            raise NotGrown(read)
+        return live.current(staged, grow=False)
+
+    def ledger(self):
+        return self.res.ledger()
+
+
+def _on_disk(path: str) -> tuple:
+    """(file identity, size) as a Store that has read all of it records them ((None, 0): no file)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (None, 0)
+    return ((st.st_dev, st.st_ino), st.st_size)
+
+
+class Resources:
+    def __init__(self, data_root: str, bin_dir: str, *, warm: bool, log: Callable[[str], None] = lambda m: None,
+                 unlocked: Callable[[], ContextManager] = contextlib.nullcontext,
+                 background: Callable[..., object] = lambda fn, *args: fn(*args)):
+        self.data_root = data_root
+        self.bin_dir = bin_dir
+        self.warm = warm
+        self.log = log
+        self.unlocked = unlocked  # entered around long work that reads only the stores and what Grown never reads
+        self._background = background  # runs fn(*args) for backfill, at a priority below the hooks' (the manager's)
+        self._pending: dict[str, None] = {}  # texts of saved turns to embed, oldest first
+        self._stores: dict[str, Store] = {}
+        self._live: dict[tuple[str, ...], LiveWorkspace] = {}
+        self._grown: dict[tuple[str, ...], tuple] = {}  # read set -> what its workspace was last grown from (Grown)
+        self._searchers: dict[tuple, Searcher] = {}
+        self._closers: list[Callable[[], None]] = []
+        self._counts: dict[str, tuple[int, int]] = {}
+        self._tried: set[tuple[str, ...]] = set()
+        self.freshness = Cache()  # the freshness checks' file reads, by (path, stat): a warm check is a stat
+        self._ledger = None  # the trust ledger as last read (trust.load re-reads it only when it changed)
+
+    # -- snapshots ----------------------------------------------------------------------
+
+    def _snapshot_path(self, read: tuple[str, ...]) -> str:
+        from eggshell.core.hashing import hexdigest
+
+        return os.path.join(self.data_root, "run", "snapshots", hexdigest("eggshell.snapshot", *read)[:24] + ".pickle")
+
+    def save_snapshots(self) -> int:
+        """Write one snapshot per read set (the manager does this as it exits); how many."""
+        from eggshell.paths import private_dir
+
+        n = 0
+        for read, live in self._live.items():
+            lexical = {}
+            for key, s in self._searchers.items():
+                if key[0] == read:
+                    c = Searcher(s.stores, s.mode, None, trace=s.trace, model=s.model, k1=s.k1, b=s.b)
+                    c.views, c.by_id, c.candidates = s.views, s.by_id, s.candidates
+                    c._bm25, c._passages, c._stamp = s._bm25, s._passages, s._stamp
+                    lexical[key[:-1] + (False,)] = c
+            blob = {"stamp": source_stamp(), "read": read, "stores": {p: self._stores[p] for p in read if p in self._stores},
+                    "live": live, "searchers": lexical}
+            path = self._snapshot_path(read)
+            private_dir(os.path.dirname(path))
+            tmp = "%s.%d.tmp" % (path, os.getpid())
+            try:
+                with open(tmp, "wb") as f:
+                    pickle.dump(blob, f, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, path)
+                n += 1
+            except Exception as e:  # a full disk: the next cold hook reads the stores instead
+                self.log("snapshot %s: %s: %s" % (path, type(e).__name__, e))
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        return n
+
+    def _adopt(self, read: tuple[str, ...]) -> None:
+        """A cold process starts from the last manager's snapshot of these stores, if there is one."""
+        if self.warm or read in self._tried or read in self._live:
+            return
+        self._tried.add(read)
+        path = self._snapshot_path(read)
+        if not os.path.exists(path):
+            return
+        from eggshell.runtime.client import unsafe_dir
+        snaps = os.path.dirname(path)
+        why = unsafe_dir(os.path.dirname(snaps)) or unsafe_dir(snaps)
+        if why is not None:  # unpickling runs code: only ever what this user's own manager wrote
+            self.log("snapshot %s: %s; reading the stores instead" % (path, why))
+            return
+        try:
+            with open(path, "rb") as f:
+                blob = pickle.load(f)
+            if blob.get("stamp") != source_stamp() or tuple(blob.get("read", ())) != read:
+                return  # written by other code: ignore it
+        except Exception as e:
+            self.log("snapshot %s unreadable (%s: %s); reading the stores instead" % (path, type(e).__name__, e))
+            return
+        for p, st in blob["stores"].items():
+            self._stores.setdefault(p, st)
+        if all(self._stores.get(p) is st for p, st in blob["stores"].items()):
+            self._live[read] = blob["live"]
+            for key, s in blob["searchers"].items():
+                self._searchers.setdefault(key, s)
+
+    def store(self, path: str) -> Store:
+        """The store at `path`, current: a cached one reads only what was appended."""
+        s = self._stores.get(path)
+        if s is None:
+            s = self._stores[path] = Store.open(path)
+        else:
+            s.refresh()
+        s.note = self.log  # what a write changes besides the store (a mode tightened) goes to the hook log
+        s.lock_timeout = WARM_LOCK_S if self.warm else Store.lock_timeout  # (a snapshot's Store is the manager's)
+        s.data_root = self.data_root  # the commits it writes are vouched for in this data root's trust ledger
+        return s
+
+    def ledger(self):
+        """The trust ledger (trust.py): which stored commits are this user's own, so may complete a call."""
+        from eggshell.graph import trust
+
+        self._ledger = trust.load(self.data_root, self._ledger)
+        return self._ledger
+
+    def turn_count(self, path: str) -> int:
+        """How many turns a store holds (counted again only when it has grown)."""
+        from eggshell.graph.records import turn_views
+
+        s = self.store(path)
+        stamp = s.stamp()
+        got = self._counts.get(path)
+        if got is None or got[0] != stamp:
+            with self.unlocked():
+                n = len(turn_views(s.graph))
+            got = self._counts[path] = (stamp, n)
+        return got[1]
+
+    def workspace(self, read: tuple[str, ...], staged=()) -> Workspace:
+        self._adopt(read)
+        live = self._live.get(read)
+        if live is None:
+            live = self._live[read] = LiveWorkspace([self.store(p) for p in read])
+        return self._current(read, live, staged)
+
+    def _current(self, read: tuple[str, ...], live: LiveWorkspace, staged=()) -> Workspace:
+        """Grow a live workspace (reading its stores) and note what from, for Grown."""
+        ws = live.current(staged)
+        self._grown[read] = tuple((s._ident, s._offset) for s in live.stores)
+        return ws
+
+    def searcher(self, cfg: Config, read: tuple[str, ...]) -> Searcher:
+        """A Searcher over these stores; warm, it ranks with the model too (when the config says so)."""
+        self._adopt(read)
+        key = (read, cfg.mode, cfg.model, cfg.threshold, cfg.bm25_k1, cfg.bm25_b, cfg.semantic_matcher, cfg.top_k, self.warm)
+        s = self._searchers.get(key)
+        if s is None:
+            semantic = None
+            if self.warm:
+                from eggshell.search import matcher
+                from eggshell.search.searcher import semantic_depth
+
+                semantic, close = matcher.choose(cfg, self.data_root, self.bin_dir, semantic_depth(cfg.top_k), self.log,
+                                                 prefer_in_process=True)
+                self._closers.append(close)
+            import os
+
+            trace = os.path.join(self.data_root, "semantic", "matcher-trace.jsonl")
+            s = self._searchers[key] = Searcher([self.store(p) for p in read], cfg.mode, semantic, trace=trace, model=cfg.model,
+                                                k1=cfg.bm25_k1, b=cfg.bm25_b)
+            s.unlocked = self.unlocked
+            provider = getattr(semantic, "provider", None)
+            if provider is not None:
+                provider.query_embed_limit = QUERY_WINDOWS
+                provider.threads = MODEL_THREADS
+        return s
+
+    def backfill(self, limit: int = BACKFILL_WINDOWS) -> int:
+        """Embed up to `limit` windows of stored turns that have none yet; how many were embedded.
+
+        A store saved elsewhere (merged, copied, or recorded before the model was installed)
+        can hold thousands of turns never embedded: a prompt embeds only a few of them, and
+        the manager calls this between requests until nothing is left, so no hook waits
+        behind a long embedding run.
+        """
+        done = 0
+        for s in self._searchers.values():
+            provider = getattr(s.semantic, "provider", None)
+            if provider is None or done >= limit:
+                continue
+            s._refresh()  # never embed a turn forgotten (or a store deleted) since the last prompt
+            idx = provider._index()
+            if self._pending:  # just saved turns first
+                with self.unlocked():
+                    self._background(idx.ensure, list(self._pending), None, limit - done)
+                if idx.embedded < limit - done:
+                    self._pending.clear()  # all their windows are cached now
+                done += idx.embedded
+            if s.candidates and done < limit:
+                with self.unlocked():
+                    self._background(idx.ensure, [c["text"] for c in s.candidates], None, limit - done)
+                done += idx.embedded
+        return done
+
+    def refresh(self) -> None:
+        """Bring every search index up to date now (the manager calls this after a turn is saved).
+
+        A prompt usually comes seconds after the previous turn's Stop: rebuilding then, not
+        inside the next prompt's budget, is what keeps a warm prompt fast.
+        """
+        for s in self._searchers.values():
+            s._refresh()
+        self.grow()
+        for path in list(self._counts):
+            self.turn_count(path)  # what SessionStart says
+
+    def index(self, items: list[dict]) -> None:
+        """Embed newly saved turns soon, so the next prompt only embeds itself (warm only): `backfill`
+        does it a few windows at a time, first of all, so no request waits behind a long run."""
+        self._pending.update(dict.fromkeys(i["text"] for i in items))
+
+    def grow(self) -> None:
+        """Extend every reuse workspace by what was committed (cheap): what Grown answers from."""
+        for read, live in self._live.items():
+            self._current(read, live)
+
+    def close(self) -> None:
+        for c in self._closers:
+            try:
+                c()
+            except Exception:
+                pass
+        self._closers.clear()

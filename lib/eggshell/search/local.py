@@ -1,0 +1,145 @@
+"""The built-in search provider: BM25 and the embedding model's cosine, fused by `rank.fuse`.
+
+egg-index serves it over the NDJSON provider protocol; the hook path and `egg index` use
+it in-process. A provider of one's own replaces it by speaking the same protocol
+(docs/architecture.md, the provider protocol).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable
+
+from eggshell.log import warn
+from eggshell.search.rank import BM25, PASSAGE_DEPTH, Passages, Ranked, Settings, anchor_ranking, fuse, lexical_index
+from eggshell.search.terms import terms
+
+
+def _items(x: Any) -> list[dict] | None:
+    if not isinstance(x, list) or not all(isinstance(i, dict) and isinstance(i.get("text"), str) for i in x):
+        return None
+    return x
+
+
+class Provider:
+    """The ranking behind egg-index, usable in-process (the hook path) or as a filter."""
+
+    def __init__(self, settings: Settings, data_root: str | None = None, log: Callable[[str], None] | None = None):
+        self.settings = settings
+        self.data_root = data_root
+        self.log = log or (lambda m: warn("egg-index", m))
+        self._semantic = None
+        self._bm25: BM25 | None = None
+        self._passages: Passages | None = None
+        self._bm25_texts: list[str] | None = None
+        self.query_embed_limit: int | None = None  # None: semantic.QUERY_EMBED_LIMIT
+        self.threads: int | None = None  # the model's threads (None: onnxruntime's default, every core)
+
+    @property
+    def uses_model(self) -> bool:
+        return self.settings.mode != "lexical"
+
+    def _index(self):
+        if self._semantic is None:
+            from eggshell.search.embed import Encoder
+            from eggshell.search.semantic import SemanticIndex
+
+            s = self.settings
+            enc = Encoder(s.model, model_dir=s.model_dir, threads=self.threads) if s.model else Encoder(model_dir=s.model_dir, threads=self.threads)
+            root = s.cache_dir or os.path.join(self.data_root or ".", "semantic", "vectors")
+            self._semantic = SemanticIndex(enc, root, self.log)
+            if self.query_embed_limit is not None:
+                self._semantic.query_embed_limit = self.query_embed_limit
+        return self._semantic
+
+    @property
+    def model_id(self) -> str | None:
+        return self._semantic.encoder.model_id if self._semantic is not None else None
+
+    def index(self, items: list[dict], progress=None) -> int:
+        """Embed and cache the texts' windows now, so a later query only embeds itself."""
+        if not self.uses_model or not items:
+            return 0
+        try:
+            return len(self._index().ensure([i["text"] for i in items], progress))
+        except Exception as e:
+            self._failed("index", e)
+            return 0
+
+    def _failed(self, what: str, e: Exception) -> None:
+        self.log("%s: the embedding model failed (%s: %s); answering lexically, the encoder restarts on the next request" % (what, type(e).__name__, e))
+        self._semantic = None
+
+    def rank(self, query: str, texts: list[str]) -> Ranked:
+        s = self.settings
+        t0 = time.perf_counter()
+        if s.mode == "semantic" and s.anchor_k == 0:
+            lexical, passages, anchors = [], [], []  # nothing lexical can change this answer: skip the work
+        else:
+            lexical, passages, anchors = self._lexical(query, texts)
+        t1 = time.perf_counter()
+        semantic: list[tuple[int, float]] = []
+        error = None
+        if self.uses_model and texts:
+            try:
+                sc = self._index().scores(query, texts)
+                semantic = sorted(((j, float(v)) for j, v in enumerate(sc) if v >= s.threshold), key=lambda x: (-x[1], x[0]))
+            except Exception as e:
+                error = "%s: %s" % (type(e).__name__, e)
+                self._failed("query", e)
+        t2 = time.perf_counter()
+        mode = s.mode if error is None else "lexical"
+        selected, fused = fuse(mode, s.top_k, s.anchor_k, lexical, semantic, anchors, len(texts), passages,
+                               fusion=s.fusion, floor=s.threshold, weights=s.weights)
+        t3 = time.perf_counter()
+        ms = lambda a, b: round((b - a) * 1000, 3)  # noqa: E731
+        return Ranked(selected, lexical, passages, anchors, semantic, fused, {"lexical": ms(t0, t1), "semantic": ms(t1, t2), "fuse": ms(t2, t3), "total": ms(t0, t3)}, error)
+
+    def _lexical(self, query: str, texts: list[str]):
+        """BM25, best-line and anchor rankings; the indexes are kept while the candidates stay the same (a warm provider)."""
+        s = self.settings
+        if self._bm25_texts != texts:
+            self._bm25, self._passages = lexical_index(list(texts), terms, s.k1, s.b)
+            self._bm25_texts = list(texts)
+        q = terms(query)
+        lex = [(x.index, x.score) for x in self._bm25.search(q, len(texts))]
+        lines = self._passages.best(q, [i for i, _ in lex[:PASSAGE_DEPTH]])
+        anc = [(x.index, x.score) for x in anchor_ranking(self._bm25, q, max(s.anchor_k, 0) and len(texts))]
+        return lex, lines, anc
+
+    def trace_record(self, r: Ranked, candidates: list[dict]) -> dict:
+        cut = lambda xs: [[i, round(v, 6)] for i, v in xs]  # noqa: E731
+        return {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "mode": self.settings.mode,
+            "model": self.model_id if self.uses_model else None,
+            "candidate_count": len(candidates),
+            "candidate_ids": [c.get("id") for c in candidates],
+            "lexical": cut(r.lexical),
+            "passages": cut(r.passages),
+            "anchors": cut(r.anchors),
+            "semantic": cut(r.semantic),
+            "fused": cut(r.fused),
+            "selected": r.selected,
+            "timings_ms": r.timings_ms,
+            "error": r.error,
+        }
+
+
+def append_trace(path: str, record: dict, log: Callable[[str], None]) -> None:
+    """One line per query; best effort (a trace failure never fails the query)."""
+    import ujson
+
+    try:
+        from eggshell.log import append_whole
+        from eggshell.paths import private_dir
+
+        private_dir(os.path.dirname(os.path.abspath(path)))
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            append_whole(fd, (ujson.dumps(record, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8"), path, sync=False)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        log("cannot write the trace %s: %s" % (path, e))

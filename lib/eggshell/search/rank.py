@@ -1,0 +1,318 @@
+"""BM25 over term lists: the lexical half of retrieval, pure and in memory.
+
+A hit must also cover enough of the query (by idf weight) to count: BM25 alone
+rewards a single shared generic word, and handing an agent an unrelated turn costs
+more than handing it nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    index: int  # position of the document in the indexed list
+    score: float
+    coverage: float  # idf-weighted share of the query's distinct terms the document holds
+
+
+K1 = 1.2
+B = 0.75
+
+
+class BM25:
+    def __init__(self, docs: list[list[str]], k1: float = K1, b: float = B):
+        self.k1, self.b = k1, b
+        self.tfs: list[Counter[str]] = []
+        self.lens: list[int] = []
+        self.n = 0
+        self.avgdl = 0.0
+        self.df: Counter[str] = Counter()
+        self.postings: dict[str, list[int]] = {}
+        self.extend(docs)
+
+    def extend(self, docs: list[list[str]]) -> None:
+        """Add documents at the end (a warm index grows by each saved turn, never rebuilt)."""
+        for d in docs:
+            tf = Counter(d)
+            i = len(self.tfs)
+            self.tfs.append(tf)
+            self.lens.append(len(d))
+            self.df.update(tf.keys())
+            for t in tf:
+                self.postings.setdefault(t, []).append(i)
+        self.n = len(self.tfs)
+        self.avgdl = (sum(self.lens) / self.n) if self.n else 0.0
+
+    def idf(self, term: str) -> float:
+        n = self.df.get(term, 0)
+        return math.log(1.0 + (self.n - n + 0.5) / (n + 0.5))
+
+    def search(self, query: list[str], top_k: int = 8, min_coverage: float = 0.0) -> list[Scored]:
+        """Documents by descending score (ties: earlier document first)."""
+        q = list(dict.fromkeys(query))
+        if not q or not self.n or top_k < 1:
+            return []
+        idf = {t: self.idf(t) for t in q}
+        total = sum(idf.values()) or 1.0
+        scores: dict[int, float] = {}
+        held: dict[int, float] = {}
+        for t in q:
+            for i in self.postings.get(t, ()):
+                f = self.tfs[i][t]
+                norm = self.k1 * (1 - self.b + self.b * self.lens[i] / (self.avgdl or 1.0))
+                scores[i] = scores.get(i, 0.0) + idf[t] * f * (self.k1 + 1) / (f + norm)
+                held[i] = held.get(i, 0.0) + idf[t]
+        out = [Scored(i, s, held[i] / total) for i, s in scores.items() if s > 0 and held[i] / total >= min_coverage]
+        out.sort(key=lambda x: (-x.score, x.index))
+        return out[:top_k]
+
+
+PASSAGE_DEPTH = 100  # documents whose lines are scored: the best by whole-document BM25
+PASSAGE_CACHE = 4096  # documents whose line terms a warm index keeps
+
+
+class Passages:
+    """BM25 of each document's best line, with line-level statistics.
+
+    A long record (a session, a turn with tool output) can hold the one line that answers
+    a query while its other lines dilute whole-document BM25; the best line's score
+    restores that signal. Only line document frequencies are kept for every line; the
+    line postings themselves are built for the few documents a query asks about (and
+    memoized), so a warm index of 10k records does not hold 300k Counters.
+    """
+
+    def __init__(self, texts: list[str], tokenize, k1: float = K1, b: float = B, line_terms=None):
+        self.texts: list[str] = []
+        self.tokenize = tokenize
+        self.k1, self.b = k1, b
+        self.df: Counter[str] = Counter()
+        self.n = self.total = 0
+        self.avgdl = 0.0
+        self._lines: dict[int, tuple[list[int], dict[str, list[tuple[int, int]]]]] = {}
+        self.extend(texts, line_terms)
+
+    def extend(self, texts: list[str], line_terms=None) -> None:
+        """Add documents at the end, with their line terms when the caller has them."""
+        self.texts = self.texts + list(texts)
+        for lines in line_terms if line_terms is not None else ([self.tokenize(x) for x in _lines(t)] for t in texts):
+            for ts in lines:
+                if ts:
+                    self.n += 1
+                    self.total += len(ts)
+                    self.df.update(set(ts))
+        self.avgdl = self.total / self.n if self.n else 0.0
+
+    def _line_index(self, i: int) -> tuple[list[int], dict[str, list[tuple[int, int]]]]:
+        """(line lengths, term -> [(line, tf)]) of one document, memoized."""
+        got = self._lines.get(i)
+        if got is None:
+            lens: list[int] = []
+            post: dict[str, list[tuple[int, int]]] = {}
+            for ts in (self.tokenize(x) for x in _lines(self.texts[i])):
+                if not ts:
+                    continue
+                for t, f in Counter(ts).items():
+                    post.setdefault(t, []).append((len(lens), f))
+                lens.append(len(ts))
+            got = (lens, post)
+            if len(self._lines) >= PASSAGE_CACHE:
+                self._lines.pop(next(iter(self._lines)))
+            self._lines[i] = got
+        return got
+
+    def best(self, query: list[str], docs: list[int]) -> list[tuple[int, float]]:
+        """(document, best line score) for these documents, best first; zero scores left out.
+
+        Work is proportional to the query terms' occurrences in these documents, not to
+        their number of lines times the query's length (an issue text has 100 terms).
+        """
+        q = [t for t in dict.fromkeys(query) if t in self.df]
+        if not q:
+            return []
+        idf = {t: math.log(1.0 + (self.n - self.df[t] + 0.5) / (self.df[t] + 0.5)) for t in q}
+        k1, b, avgdl = self.k1, self.b, (self.avgdl or 1.0)
+        out = []
+        for i in docs:
+            lens, post = self._line_index(i)
+            line: dict[int, float] = {}
+            for t in q:
+                hits = post.get(t)
+                if hits:
+                    w = idf[t] * (k1 + 1)
+                    for n, f in hits:
+                        line[n] = line.get(n, 0.0) + w * f / (f + k1 * (1 - b + b * lens[n] / avgdl))
+            if line:
+                top = max(line.values())
+                if top > 0:
+                    out.append((i, top))
+        out.sort(key=lambda x: (-x[1], x[0]))
+        return out
+
+
+def _lines(text: str) -> list[str]:
+    return [x for x in text.split("\n") if x.strip()]
+
+
+def line_terms(text: str, tokenize) -> list[list[str]]:
+    """A text's terms line by line: what lexical_index reads (callers may keep it per text)."""
+    return [tokenize(x) for x in _lines(text)]
+
+
+def lexical_index(texts: list[str], tokenize, k1: float = K1, b: float = B, per_doc: list[list[list[str]]] | None = None) -> tuple[BM25, Passages]:
+    """Whole-text BM25 and best-line BM25 from one tokenization of each line.
+
+    A term never spans a newline, so a text's terms are its lines' terms in order.
+    `per_doc` is line_terms of each text when the caller kept them (a warm searcher does).
+    """
+    if per_doc is None:
+        per_doc = [line_terms(t, tokenize) for t in texts]
+    bm25 = BM25([[t for ts in lines for t in ts] for lines in per_doc], k1, b)
+    return bm25, Passages(texts, tokenize, k1, b, per_doc)
+
+
+def is_anchor(term: str) -> bool:
+    """A term that names one thing exactly: an identifier, path, version or hash.
+
+    It has an internal `_ / . :`, or mixes letters with digits. Plain words and plain
+    numbers are not anchors (a year or "notes." would otherwise take the pinned slots).
+    """
+    inner = term.strip("_/.:-")
+    if any(c in "_/.:" for c in inner):
+        return True
+    return any(c.isdigit() for c in term) and any(c.isalpha() for c in term)
+
+
+def anchor_ranking(bm25: BM25, query: list[str], limit: int) -> list[Scored]:
+    """Documents ranked by the query's anchor terms alone (idf over all documents)."""
+    anchors = [t for t in dict.fromkeys(query) if is_anchor(t)]
+    if not anchors or limit < 1:
+        return []
+    return bm25.search(anchors, limit)
+
+
+RRF_K = 60
+
+
+def rrf(*rankings: list[int], k: int = RRF_K) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion: sum of 1/(k + rank) over the lists holding each index.
+
+    Ties go to the index seen first (in list order), so the result is deterministic.
+    """
+    score: dict[int, float] = {}
+    first: dict[int, int] = {}
+    pos = 0
+    for ranking in rankings:
+        for rank, i in enumerate(ranking, 1):
+            score[i] = score.get(i, 0.0) + 1.0 / (k + rank)
+            if i not in first:
+                first[i] = pos
+                pos += 1
+    return sorted(score.items(), key=lambda kv: (-kv[1], first[kv[0]]))
+
+
+def blend(*parts: tuple[float, list[tuple[int, float]], float]) -> list[tuple[int, float]]:
+    """Weighted sum of normalized scores, best first (ties: lower index).
+
+    Each part is (weight, [(index, score)], floor): a score becomes (s - floor) / (best -
+    floor), so the best of each list counts 1 and the floor 0. Unlike rank fusion this
+    keeps margins: a weak second ranker cannot outvote a decisive first one. A list
+    missing an index contributes 0 for it, so a truncated list changes little.
+    """
+    fused: dict[int, float] = {}
+    for weight, xs, floor in parts:
+        if not xs or weight == 0:
+            continue
+        hi = max(v for _, v in xs)
+        lo = min(floor, min(v for _, v in xs))
+        span = (hi - lo) or 1.0
+        for i, v in xs:
+            fused[i] = fused.get(i, 0.0) + weight * ((v - lo) / span)
+    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def select(n: int, top_k: int, anchors: list[int], ranking: list[int]) -> list[int]:
+    """Anchors first, then the ranking: unique, each < n, at most top_k."""
+    out: list[int] = []
+    seen: set[int] = set()
+    for i in [*anchors, *ranking]:
+        if len(out) >= top_k:
+            break
+        if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n and i not in seen:
+            seen.add(i)
+            out.append(i)
+    return out
+
+
+DEFAULT_TOP_K = 8
+
+
+# Pinning anchors costs swe `related` 0.04 R@5 and 0.11 MRR and gains nothing measured
+# (docs/benchmarks.md), so it is off unless asked for; the reference pins 2.
+DEFAULT_ANCHOR_K = 0
+
+
+DEFAULT_THRESHOLD = 0.30
+
+
+MODES = ("lexical", "semantic", "hybrid")
+
+
+FUSIONS = ("score", "rrf")
+
+
+# Weights of the score fusion: whole-text BM25, best-line BM25, cosine (docs/benchmarks.md).
+WEIGHTS = (0.6, 0.1, 0.3)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    mode: str = "hybrid"
+    top_k: int = DEFAULT_TOP_K
+    anchor_k: int = DEFAULT_ANCHOR_K
+    threshold: float = DEFAULT_THRESHOLD
+    model: str | None = None  # None: the offline default
+    cache_dir: str | None = None  # the shared vector cache; None: <data root>/semantic/vectors
+    model_dir: str | None = None
+    k1: float = K1  # BM25 term-frequency saturation
+    b: float = B  # BM25 length normalization
+    fusion: str = "score"  # or "rrf", the reference's rule
+    weights: tuple[float, float, float] = WEIGHTS
+
+
+@dataclass
+class Ranked:
+    """Everything one query produced, for the reply and the trace."""
+
+    selected: list[int]
+    lexical: list[tuple[int, float]] = field(default_factory=list)
+    passages: list[tuple[int, float]] = field(default_factory=list)  # best-line BM25
+    anchors: list[tuple[int, float]] = field(default_factory=list)
+    semantic: list[tuple[int, float]] = field(default_factory=list)  # thresholded
+    fused: list[tuple[int, float]] = field(default_factory=list)  # the ranking the mode used
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+
+def fuse(mode: str, top_k: int, anchor_k: int, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
+         anchors: list[tuple[int, float]], n: int, passages: list[tuple[int, float]] = (), *, fusion: str = "score",
+         floor: float = DEFAULT_THRESHOLD, weights: tuple[float, float, float] = WEIGHTS) -> tuple[list[int], list[tuple[int, float]]]:
+    """(selection, the ranking the mode used): the one rule every caller (provider, egg-query, eval) uses.
+
+    `floor` is the least semantic score that counts (the threshold): it maps to 0 when
+    scores are normalized, so a cosine just above it adds almost nothing.
+    """
+    w_doc, w_line, w_sem = weights
+    lex = blend((w_doc, list(lexical), 0.0), (w_line, list(passages), 0.0)) if passages else list(lexical)
+    if mode == "lexical":
+        ranking = lex
+    elif mode == "semantic":
+        ranking = list(semantic)
+    elif fusion == "rrf":
+        ranking = rrf([i for i, _ in lex], [i for i, _ in semantic])
+    else:
+        ranking = blend((w_doc, list(lexical), 0.0), (w_line, list(passages), 0.0), (w_sem, list(semantic), floor))
+    return select(n, top_k, [i for i, _ in anchors[:anchor_k]], [i for i, _ in ranking]), ranking

@@ -1,0 +1,204 @@
+"""The Searcher: the prior turns relevant to a request, across `.egg` stores.
+
+Candidates are recorded turns (graph/records.py). It ranks them lexically itself (BM25 of
+the whole text and of its best line, with a floor on how much of the query a turn must
+cover) and asks a semantic side (search/matcher.py) for the rest; hybrid fuses the two by
+`rank.fuse`, the rule the local provider applies too. A semantic side that fails is
+ignored for that query: the answer is then lexical. egg-query and the hook both use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Callable, Iterable, NamedTuple
+
+from eggshell.graph.records import TurnView, searchable_text, turn_views
+from eggshell.graph.store import Store
+from eggshell.log import warn
+from eggshell.search.rank import (B, BM25, DEFAULT_ANCHOR_K, DEFAULT_TOP_K, K1, MODES, PASSAGE_DEPTH, Passages, anchor_ranking,
+                                  fuse, lexical_index, line_terms)
+from eggshell.search.terms import terms
+
+# The semantic side: (query, candidates [{"id","text"}], how many) -> SemanticList, or
+# None when the provider failed (the query then goes on lexically).
+Semantic = Callable[[str, list[dict], int], "SemanticList | None"]
+
+
+DEFAULT_MIN_COVERAGE = 0.2
+
+
+class SemanticList(NamedTuple):
+    """A semantic ranking: (index, score) best first, and the least score that counts.
+
+    `cosine`: the scores are the built-in model's cosines, so a handoff can hold them to its
+    own floor (handoff.nominate); another provider's scale is its own."""
+
+    ranked: list[tuple[int, float]]
+    floor: float
+    cosine: bool = False
+
+
+def semantic_depth(top_k: int) -> int:
+    """How deep a semantic list to fuse: deeper than the answer, so fusion has room."""
+    return max(4 * top_k, 20)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    id: str
+    key: str
+    rank: int
+    score: float
+    session: str
+    turn: str
+    store: str
+    # The built-in model's cosine for this turn when it counts (at or above the threshold),
+    # else None (below it, lexical mode, or a provider of the user's own): fused scores are
+    # normalized per query, so only this says how related the turn is (handoff.nominate).
+    semantic: float | None = None
+
+
+class Searcher:
+    """An index over the turns of some stores; rebuilt only when a store grew."""
+
+    # Entered around the long parts that read only the stores' graphs and this searcher (the
+    # rebuild, the ranking): the warm manager lets its tool worker answer meanwhile (manager.py).
+    unlocked = contextlib.nullcontext
+
+    def __init__(self, stores: Iterable[Store], mode: str = "lexical", semantic: Semantic | None = None,
+                 anchor_k: int = DEFAULT_ANCHOR_K, trace: str | None = None, model: str | None = None,
+                 k1: float = K1, b: float = B):
+        if mode not in MODES:
+            raise ValueError("mode must be one of %s" % ", ".join(MODES))
+        self.stores = list(stores)
+        self.mode = mode
+        self.semantic = semantic
+        self.anchor_k = anchor_k
+        self.trace = trace  # a sidecar file: one line per query with every ranking and timing
+        self.model = model
+        self.k1, self.b = k1, b
+        self._stamp: tuple | None = None
+        self.views: list[TurnView] = []
+        self.by_id: dict[str, TurnView] = {}
+        self.candidates: list[dict] = []
+        self._bm25: BM25 | None = None
+        self._passages: Passages | None = None
+        self._terms: dict[str, list[list[str]]] = {}  # text -> its line terms, for the next rebuild
+
+    def _refresh(self) -> None:
+        for s in self.stores:
+            s.refresh()
+        stamp = tuple(s.stamp() for s in self.stores)  # a replaced or deleted file, or a tombstone, changes it
+        if stamp == self._stamp:
+            return
+        with self.unlocked():
+            self._rebuild(stamp)
+
+    def _rebuild(self, stamp: tuple) -> None:
+        views: dict[str, TurnView] = {}
+        for s in self.stores:
+            for v in turn_views(s.graph):
+                views.setdefault(v.id, v)
+        old_ids = [v.id for v in self.views]
+        new = list(views.values())
+        if self._bm25 is not None and old_ids and [v.id for v in new[: len(old_ids)]] == old_ids:
+            # Only turns added after the ones indexed (the usual growth): extend, do not rebuild.
+            added = new[len(old_ids):]
+            items = [{"id": v.id, "text": searchable_text(v)} for v in added]
+            per_doc = [line_terms(c["text"], terms) for c in items]
+            self._terms.update((c["text"], d) for c, d in zip(items, per_doc))
+            self._bm25.extend([[t for ts in lines for t in ts] for lines in per_doc])
+            self._passages.extend([c["text"] for c in items], per_doc)
+            self.views, self.by_id = new, views
+            self.candidates = self.candidates + items
+            self._stamp = stamp
+            return
+        self.views = new
+        self.by_id = views
+        self.candidates = [{"id": v.id, "text": searchable_text(v)} for v in self.views]
+        texts = [c["text"] for c in self.candidates]
+        # Tokenizing is half of a rebuild: a long-lived searcher keeps each text's terms,
+        # so a store that grew by one turn only tokenizes that turn.
+        old, self._terms = self._terms, {}
+        per_doc = []
+        for t in texts:
+            got = old.get(t)
+            if got is None:
+                got = line_terms(t, terms)
+            self._terms[t] = got
+            per_doc.append(got)
+        self._bm25, self._passages = lexical_index(texts, terms, self.k1, self.b, per_doc)
+        self._stamp = stamp
+
+    def search(self, text: str, top_k: int = DEFAULT_TOP_K, min_coverage: float = DEFAULT_MIN_COVERAGE) -> list[Hit]:
+        import time
+
+        t0 = time.perf_counter()
+        self._refresh()
+        assert self._bm25 is not None
+        t1 = time.perf_counter()
+        with self.unlocked():
+            return self._rank(text, top_k, min_coverage, t0, t1)
+
+    def _rank(self, text: str, top_k: int, min_coverage: float, t0: float, t1: float) -> list[Hit]:
+        import time
+
+        q = terms(text)
+        n = len(self.views)
+        lexical = [(s.index, s.score) for s in self._bm25.search(q, n, min_coverage)]
+        passages = self._passages.best(q, [i for i, _ in lexical[:PASSAGE_DEPTH]])
+        anchors = [(s.index, s.score) for s in anchor_ranking(self._bm25, q, self.anchor_k)]
+        t2 = time.perf_counter()
+        semantic: list[tuple[int, float]] = []
+        floor = 0.0
+        cosines: dict[int, float] = {}
+        mode = self.mode
+        if mode != "lexical":
+            got = self.semantic(text, self.candidates, semantic_depth(top_k)) if (self.semantic and n) else None
+            if got is None:
+                mode = "lexical"  # no provider, or it failed: answer lexically
+            else:
+                floor = got.floor
+                seen: set[int] = set()
+                for i, v in got.ranked:
+                    if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n and i not in seen:
+                        seen.add(i)
+                        semantic.append((i, float(v)))
+                if got.cosine:
+                    cosines = {i: v for i, v in semantic if v >= floor}
+        t3 = time.perf_counter()
+        selected, fused = fuse(mode, top_k, self.anchor_k, lexical, semantic, anchors, n, passages, floor=floor)
+        score = dict(fused)
+        hits = []
+        for rank, i in enumerate(selected, 1):
+            v = self.views[i]
+            sem = cosines.get(i)
+            hits.append(Hit(v.id, v.key, rank, round(score.get(i, 0.0), 6), v.session, v.turn, v.store,
+                            None if sem is None else round(sem, 6)))
+        t4 = time.perf_counter()
+        if self.trace:
+            ms = lambda a, b: round((b - a) * 1000, 3)  # noqa: E731
+            cut = lambda xs: [[i, round(v, 6)] for i, v in xs]  # noqa: E731
+            from eggshell.search.local import append_trace
+
+            append_trace(self.trace, {
+                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "mode": self.mode, "answered_as": mode, "model": self.model,
+                "candidate_count": n, "candidate_ids": [v.id for v in self.views],
+                "lexical": cut(lexical), "passages": cut(passages), "anchors": cut(anchors), "semantic": cut(semantic),
+                "fused": cut(fused),
+                "selected": selected,
+                "timings_ms": {"load": ms(t0, t1), "lexical": ms(t1, t2), "semantic": ms(t2, t3), "fuse": ms(t3, t4), "total": ms(t0, t4)},
+            }, lambda m: warn("egg-query", m))
+        return hits
+
+
+def query_text(obj: object) -> str | None:
+    if isinstance(obj, dict):
+        q = obj.get("query")
+        if isinstance(q, dict) and isinstance(q.get("text"), str):
+            return q["text"]
+        if isinstance(q, str):
+            return q
+    return None

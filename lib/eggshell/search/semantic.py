@@ -1,0 +1,130 @@
+"""Semantic scores: texts cut into windows, embedded once into the shared cache, ranked by cosine.
+
+A record's score is its best window's cosine with the best query window. Window
+vectors live in the shared cache (vectors.py), so a text embedded at save time is
+never embedded again; query windows are embedded fresh and not cached, so prompts
+do not grow the cache. Scoring is one matrix product over the cache's rows.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from eggshell.search.embed import Encoder
+
+MAX_WINDOWS = 16  # per record: one huge tool output cannot stall search
+EMBED_BATCH = 256  # windows per cache segment: a crash loses at most this many
+MEMO_LIMIT = 200_000
+QUERY_EMBED_LIMIT = 256  # windows a query may embed for records not indexed yet; the rest wait for `egg index`
+NO_SCORE = -np.inf
+
+
+class SemanticIndex:
+    def __init__(self, encoder: Encoder, cache_root: str, log: Callable[[str], None] = lambda m: None):
+        self.encoder = encoder
+        self.cache_root = cache_root
+        self.log = log
+        self._cache = None
+        self._rows: dict[str, np.ndarray] = {}  # record text -> cache rows of its windows (complete only)
+        self.query_embed_limit = QUERY_EMBED_LIMIT  # a warm manager lowers it and fills the rest while idle
+        self.embedded = 0  # windows the last `ensure` embedded
+        self._flat: tuple[list[str], np.ndarray, np.ndarray] | None = None  # last candidates: their rows, flattened
+        self._epoch = 0  # the cache's epoch the memos above belong to
+
+    def _sync(self) -> bool:
+        """Forget the row memos when the cache reloaded after a purge (its row numbers changed)."""
+        if self.cache.epoch == self._epoch:
+            return False
+        self._rows.clear()
+        self._flat = None
+        self._epoch = self.cache.epoch
+        return True
+
+    @property
+    def cache(self):
+        if self._cache is None:
+            from eggshell.search.vectors import VectorCache
+
+            self.encoder.load()
+            self._cache = VectorCache(self.cache_root, self.encoder.model_id, self.encoder.dim, log=self.log)
+        return self._cache
+
+    def _windows(self, text: str) -> list[str]:
+        return [w.text for w in self.encoder.windows(text)[:MAX_WINDOWS]]
+
+    def ensure(self, texts: list[str], progress: Callable[[int, int], None] | None = None, limit: int | None = None) -> list[np.ndarray]:
+        """Cache rows for each text's windows, embedding (in batches) what the cache lacks.
+
+        With `limit`, at most that many windows are embedded now; a text whose windows are
+        not all cached yet gets the rows it has, and is completed by a later call.
+        """
+        cache = self.cache
+        cache.check_purge()
+        self._sync()
+        if len(self._rows) > MEMO_LIMIT:
+            self._rows.clear()
+        todo = [t for t in dict.fromkeys(texts) if t not in self._rows]
+        partial: dict[str, np.ndarray] = {}
+        if todo:
+            cache.refresh()
+            if self._sync():  # a purge ran just now: every memo is void, start again
+                return self.ensure(texts, progress, limit)
+            wins = {t: self._windows(t) for t in todo}
+            unique = list(dict.fromkeys(w for ws in wins.values() for w in ws))
+            rows = cache.lookup(unique) if unique else np.zeros(0, dtype=np.int64)
+            missing = [w for w, r in zip(unique, rows) if r < 0]
+            if limit is not None and len(missing) > limit:
+                if limit >= QUERY_EMBED_LIMIT:
+                    self.log("%d windows of earlier turns are not embedded yet; embedding %d now (run `egg index` to do the rest)" % (len(missing), limit))
+                missing = missing[:limit]
+            self.embedded = len(missing)
+            for i in range(0, len(missing), EMBED_BATCH):
+                batch = missing[i : i + EMBED_BATCH]
+                cache.put(batch, self.encoder.embed(batch))
+                if progress:
+                    progress(min(i + EMBED_BATCH, len(missing)), len(missing))
+            if missing:
+                rows = cache.lookup(unique)
+            where = dict(zip(unique, rows.tolist()))
+            for t, ws in wins.items():
+                r = np.asarray([where[w] for w in ws if where[w] >= 0], dtype=np.int64)
+                if len(r) == len(ws):
+                    self._rows[t] = r
+                else:
+                    partial[t] = r
+        return [self._rows[t] if t in self._rows else partial[t] for t in texts]
+
+    def _flat_rows(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(all rows of the candidates' windows, the count per candidate), kept while they are the same."""
+        if self._flat is not None and self._flat[0] == texts:
+            return self._flat[1], self._flat[2]
+        rows = self.ensure(texts, limit=self.query_embed_limit)
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        flat = np.concatenate(rows) if lengths.sum() else np.zeros(0, dtype=np.int64)
+        if all(t in self._rows for t in texts):  # complete: safe to reuse for the next query
+            self._flat = (list(texts), flat, lengths)
+        return flat, lengths
+
+    def scores(self, query: str, texts: list[str]) -> np.ndarray:
+        """Cosine of each text's best window with the best query window; -inf for blank texts."""
+        out = np.full(len(texts), NO_SCORE, dtype=np.float32)
+        qwin = self._windows(query)
+        if not qwin or not texts:
+            return out
+        self.cache.check_purge()  # purged rows leave this process's memory before the next answer
+        self._sync()
+        flat, lengths = self._flat_rows(texts)
+        qv = self.encoder.embed(qwin)
+        matrix = self.cache.matrix()
+        if not len(flat):
+            return out
+        if len(flat) * 2 >= len(matrix):
+            sims = (matrix @ qv.T).max(axis=1)[flat]  # one product over every stored window
+        else:
+            sims = (matrix[flat] @ qv.T).max(axis=1)  # the candidates are a small part of the cache
+        has = lengths > 0
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[has]
+        out[has] = np.maximum.reduceat(sims, starts)
+        return out
