@@ -9,9 +9,9 @@ the lines mean.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import sys
+import time
 
 from eggshell import paths as _paths
 from eggshell.paths import write_all
@@ -71,7 +71,7 @@ def log_failure(paths: _paths.Paths, event: str, exc: BaseException) -> bool:
         import traceback
 
         _paths.private_dir(os.path.dirname(paths.log_file))
-        when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:]).replace("\n", " | ")
         line = "%s %s %s: %s [%s]\n" % (when, event, type(exc).__name__, exc, tb)
         fd = os.open(paths.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -87,3 +87,11 @@ def log_failure(paths: _paths.Paths, event: str, exc: BaseException) -> bool:
 def warn(prog: str, msg: str) -> None:
     """One line on stderr, named by the program the user ran."""
     print("%s: %s" % (prog, msg), file=sys.stderr, flush=True)
+
+
+def utc_now() -> str:
+    """Now in UTC with microseconds (2026-12-01T20:00:00.123456Z), as journal events carry it.
+
+    From `time`, not `datetime`: importing datetime is about 5 ms of every hook's start-up."""
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%06dZ" % int((t % 1) * 1e6)

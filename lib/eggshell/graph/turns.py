@@ -262,6 +262,18 @@ def occurrence_turn(occ: Apply) -> tuple[Value, Value]:
     return occ.args[2].target, occ.args[3].target
 
 
+def observed_text(edge: Value) -> str | None:
+    """The fingerprint JSON (after OBSERVED_MARK) a tool Outcome's Occurrence carries, or None.
+
+    Every freshness check asks this of each candidate, so it reads nothing else."""
+    for occ in occurrences(edge):
+        for a in occ.args[5:]:
+            t = a.target.as_text() if isinstance(a.target, Atom) else None
+            if t is not None and t.startswith(OBSERVED_MARK):
+                return t[len(OBSERVED_MARK):]
+    return None
+
+
 class ToolOccurrence(NamedTuple):
     session: str
     turn: str

@@ -21,8 +21,7 @@ test enforces it), so it can be read, and replaced, without the rest.
 from __future__ import annotations
 
 import os
-import re
-from typing import Mapping
+from collections.abc import Mapping
 
 from eggshell.paths import Paths
 
@@ -77,6 +76,8 @@ class Host:
 
     def raw_event(self, text: str) -> dict:
         """session_id, turn_id, cwd and hook_event_name as they appear in a payload no parser can read."""
+        import re  # only for a payload that is not JSON: a hook's start-up does not pay for it
+
         import ujson
 
         def field(key: str) -> str | None:

@@ -8,7 +8,7 @@ than Codex (about 10,000 characters). What egg-hook does with each event: docs/h
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from eggshell.hosts.base import Host, expand
 from eggshell.paths import Paths

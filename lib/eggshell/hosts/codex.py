@@ -8,7 +8,7 @@ or changed hooks (/hooks) before it runs them.
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from eggshell.hosts.base import Host, expand
 from eggshell.paths import Paths

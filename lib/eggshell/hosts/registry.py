@@ -1,12 +1,10 @@
 """The hosts Eggshell serves, in one place: `egg-hook HOST`, `egg install HOST` and `egg doctor` read this.
 
 The built-in hosts are registered exactly as another would be: a module in this folder
-exposing HOST (a hosts.base.Host), named here.
+exposing HOST (a hosts.base.Host), listed here.
 """
 
 from __future__ import annotations
-
-import importlib
 
 from eggshell.hosts.base import Host
 
@@ -14,10 +12,13 @@ NAMES = ("codex", "claude")
 
 
 def get(name: str) -> Host | None:
-    """The host called `name`, or None when there is none by that name."""
+    """The host called `name`, or None when there is none by that name.
+
+    Only that host's module is loaded (a hook serves one host); `__import__`, not importlib,
+    whose own import costs a hook more than the module it finds."""
     if name not in NAMES:
         return None
-    return importlib.import_module("eggshell.hosts." + name).HOST
+    return __import__("eggshell.hosts." + name, fromlist=["HOST"]).HOST
 
 
 def every() -> list[Host]:

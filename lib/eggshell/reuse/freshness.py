@@ -21,7 +21,7 @@ import ujson
 
 from eggshell.reuse import fingerprint
 from eggshell.core.standing import CHANGED, UNKNOWN, VERIFIED, Judge, Standing, judges
-from eggshell.graph.turns import tool_occurrence
+from eggshell.graph.turns import observed_text
 from eggshell.core.values import Atom
 
 assert (VERIFIED, CHANGED, UNKNOWN) == (fingerprint.VERIFIED, fingerprint.CHANGED, fingerprint.UNKNOWN)
@@ -33,11 +33,11 @@ class Cache(dict):
 
 def observed_of(edge: object) -> dict | None:
     """The fingerprint an Outcome edge's native Occurrence carries, or None (an older record)."""
-    occ = tool_occurrence(edge)
-    if occ is None or occ.observed is None:
+    text = observed_text(edge)
+    if text is None:
         return None
     try:
-        fp = ujson.loads(occ.observed)
+        fp = ujson.loads(text)
     except ValueError:
         return None
     return fp if isinstance(fp, dict) else None

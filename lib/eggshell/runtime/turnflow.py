@@ -16,11 +16,11 @@ The caller (hookflow.py) turns any exception into `{}`, so the agent is never bl
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from collections import namedtuple
 
 from eggshell.errors import EggshellError
+from eggshell.log import utc_now
 from eggshell.runtime.journal import Journal, sealed, turn_record
 from eggshell.paths import Paths, UnsafePath, find_project, store_problem
 
@@ -56,7 +56,7 @@ class Step(namedtuple("Step", "event session turn cwd selection config_file answ
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return utc_now()
 
 
 def _need_str(p: dict, key: str) -> str:
