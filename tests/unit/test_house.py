@@ -166,3 +166,38 @@ def test_the_checker_sees_what_it_must():
 @pytest.mark.parametrize("folder", sorted(FOLDERS))
 def test_each_folder_has_modules(folder):
     assert [m for m in MODS if layer(m) == folder and not MODS[m][1]], folder
+
+
+def test_paths_computed_from_a_modules_place_name_the_package_and_its_lib():
+    """Moving a module into a folder must not move what it computes from its own file: a spawned
+    manager imports the checkout's lib/ (never lib/eggshell, which would shadow top-level modules
+    such as config or log), and a reinstall is noticed in every folder."""
+    from eggshell.runtime import client, warm
+
+    assert client.lib_dir() == LIB
+    count, newest = warm.source_stamp()
+    files = [path for path, _ in MODS.values()]
+    assert count == len(files) and newest == max(os.stat(p).st_mtime_ns for p in files)
+
+
+def test_a_spawned_manager_imports_this_checkout(tmp_path):
+    import signal
+    import time
+
+    from helpers import pids_by_data_root, proc_text, wait_for
+    from eggshell.runtime import client
+
+    data = str(tmp_path / "data")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EGGSHELL_")}
+    env.update(EGGSHELL_DATA_ROOT=data, EGGSHELL_MANAGER_IDLE="5")
+    assert client.spawn(data, env)
+    try:
+        pids = wait_for(lambda: [p for p in pids_by_data_root(data) if b"egg-manager" in proc_text(p, "cmdline")], 20)
+        assert pids
+        environ = dict(x.split(b"=", 1) for x in proc_text(pids[0], "environ").split(b"\0") if b"=" in x)
+        assert environ[b"PYTHONPATH"].decode().split(os.pathsep)[0] == LIB
+    finally:
+        for p in pids_by_data_root(data):
+            os.kill(p, signal.SIGTERM)
+        wait_for(lambda: not pids_by_data_root(data), 10)
+        time.sleep(0.1)

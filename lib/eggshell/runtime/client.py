@@ -358,6 +358,15 @@ def request(data_root: str, obj: dict, timeout: float = 2.0) -> dict | None:
         c.close()
 
 
+def lib_dir() -> str:
+    """The directory holding this eggshell package (the checkout's lib/, or site-packages): what a
+    spawned manager must import, and nothing under it (lib/eggshell on the path would shadow
+    top-level modules named config, errors, paths or log)."""
+    import eggshell
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(eggshell.__file__)))
+
+
 def spawn(data_root: str, env: dict | None = None) -> bool:
     """Start a manager in the background, detached from this hook; False if it could not be.
 
@@ -371,7 +380,7 @@ def spawn(data_root: str, env: dict | None = None) -> bool:
     if why is not None and time.time() - why[1] < REFUSED_S:
         return False
 
-    lib = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    lib = lib_dir()
     e = dict(os.environ if env is None else env)
     e["EGGSHELL_DATA_ROOT"] = data_root
     e["PYTHONPATH"] = lib + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")

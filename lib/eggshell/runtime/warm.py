@@ -37,7 +37,9 @@ BACKFILL_WINDOWS = 4  # windows embedded per step of the manager: a prompt waits
 
 def source_stamp() -> tuple:
     """When this package's files last changed: a reinstall makes a running manager retire."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the whole eggshell package
+    import eggshell
+
+    root = os.path.dirname(os.path.abspath(eggshell.__file__))  # the whole package, every folder
     out = []
     for d, _, files in os.walk(root):
         for f in files:
