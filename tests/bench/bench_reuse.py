@@ -271,6 +271,7 @@ def build_stores(root: str, sizes: list[int], recs: list[dict]) -> dict[int, str
 
 def open_workspace(proj: str):
     from eggshell.reuse import engine
+    from eggshell.reuse.engine import Inquiry
     from eggshell.graph.store import Store
 
     store = Store.open(os.path.join(proj, ".eggs", "work.egg"))
@@ -291,6 +292,7 @@ def bench_paths(root: str):
 def bench_build(projs: dict[int, str], reps: int) -> dict[str, dict[int, list[float]]]:
     """Store.open and engine.workspace per size, interleaved; each part and their sum."""
     from eggshell.reuse import engine
+    from eggshell.reuse.engine import Inquiry
     from eggshell.graph.store import Store
 
     t: dict[str, dict[int, list[float]]] = {k: {n: [] for n in projs} for k in ("open", "workspace", "build")}
@@ -312,6 +314,7 @@ def bench_build(projs: dict[int, str], reps: int) -> dict[str, dict[int, list[fl
 def bench_engine(wss: dict, calls: list[tuple[str, str]], prompts: list[str], reps: int) -> dict:
     """Warm engine.handoff for each inquiry at every size, interleaved, the size order rotating."""
     from eggshell.reuse import engine
+    from eggshell.reuse.engine import Inquiry
     from eggshell.reuse.render import data_share
     from eggshell.graph.turns import work_text
 
@@ -332,7 +335,7 @@ def bench_engine(wss: dict, calls: list[tuple[str, str]], prompts: list[str], re
                     kind, cmd = calls[i]
                     work = work_text("Bash", {"command": cmd})
                     t0 = time.perf_counter()
-                    h = engine.handoff(ws, work, cmd, session=session, enforce=True)
+                    h = engine.handoff(ws, Inquiry(work, cmd, session=session, enforce=True))
                     dt = time.perf_counter() - t0
                     res["call"][n].append(dt)
                     if r == 0:
@@ -343,7 +346,7 @@ def bench_engine(wss: dict, calls: list[tuple[str, str]], prompts: list[str], re
                         k[2] += bool(h.text) and not h.deny
                 if i < len(prompts):
                     t0 = time.perf_counter()
-                    h = engine.handoff(ws, prompts[i], prompts[i], session=session)
+                    h = engine.handoff(ws, Inquiry(prompts[i], prompts[i], session=session))
                     dt = time.perf_counter() - t0
                     res["prompt"][n].append(dt)
                     if r == 0:
@@ -372,15 +375,14 @@ def hook_work(ws, cfg, paths, session: str, tool_input: dict) -> tuple[dict, boo
     import ujson
 
     from eggshell.reuse.delivery import Deliveries
-    from eggshell.reuse.engine import handoff
+    from eggshell.reuse.engine import Inquiry, handoff
     from eggshell.reuse.intrinsic import canonical_tool_work
     from eggshell.graph.records import command_of
 
     work = canonical_tool_work("Bash", tool_input)
     chat = Deliveries(paths.state_dir, session)
     state = chat.load()
-    h = handoff(ws, work, command_of(work), budget=cfg.handoff_chars, delivered=state.delivered, session=session,
-                after_compaction=state.after_compaction, enforce=True, local_union=cfg.local_union)
+    h = handoff(ws, Inquiry(work, command_of(work), budget=cfg.handoff_chars, delivered=state.delivered, session=session, after_compaction=state.after_compaction, enforce=True, local_union=cfg.local_union))
     if h.deny:
         reply = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": h.text}}
     else:
@@ -578,6 +580,7 @@ def main() -> int:
 
     if failed or a.profile:
         from eggshell.reuse import engine
+        from eggshell.reuse.engine import Inquiry
         from eggshell.graph.turns import work_text
 
         # the slowest call and prompt at the largest size, by their first-pass times
@@ -586,9 +589,9 @@ def main() -> int:
         slow_call = calls[ci][1]
         say()
         say("profile: the slowest proposed call at %d calls, %r (%.0f ms):" % (big, slow_call, r["call_first"][big][ci] * 1000))
-        print(profile_summary(lambda: engine.handoff(wss[big], work_text("Bash", {"command": slow_call}), slow_call, enforce=True)), flush=True)
+        print(profile_summary(lambda: engine.handoff(wss[big], Inquiry(work_text("Bash", {"command": slow_call}), slow_call, enforce=True))), flush=True)
         say("profile: the slowest prompt at %d calls, %r (%.0f ms):" % (big, prompts[pi], r["prompt_first"][big][pi] * 1000))
-        print(profile_summary(lambda: engine.handoff(wss[big], prompts[pi], prompts[pi])), flush=True)
+        print(profile_summary(lambda: engine.handoff(wss[big], Inquiry(prompts[pi], prompts[pi]))), flush=True)
         say("profile: the warm hook at %d calls, all %d inquiry calls once:" % (big, len(calls)))
         cfg, paths = h["cfg"], bench_paths(root)
         print(profile_summary(lambda: [hook_work(wss[big], cfg, paths, h["session"], {"command": c}) for _, c in calls]), flush=True)

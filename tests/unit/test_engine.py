@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eggshell.reuse.engine import LiveWorkspace, handoff, workspace
+from eggshell.reuse.engine import Inquiry
 from eggshell.core.identity import content_hex
 from eggshell.graph.store import Store
 
@@ -58,7 +59,7 @@ def test_a_workspace_grown_commit_by_commit_equals_one_built_at_once(tmp_path_fa
     assert shape(live.current(staged)) == shape(workspace([cold.graph], staged))
     assert shape(live.current()) == shape(workspace([cold.graph]))  # the overlay left the base alone
     inquiry = "Bash\n" + '{"command":"%s"}' % render(c)
-    assert handoff(live.current(staged), inquiry, enforce=True) == handoff(workspace([cold.graph], staged), inquiry, enforce=True)
+    assert handoff(live.current(staged), Inquiry(inquiry, enforce=True)) == handoff(workspace([cold.graph], staged), Inquiry(inquiry, enforce=True))
 
 
 def test_a_replaced_store_is_read_again(tmp_path):

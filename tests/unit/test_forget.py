@@ -148,8 +148,8 @@ def test_forgetting_a_turn_hides_all_of_it_from_every_reader(egg, store):
     hits = io.StringIO()
     query.run(Searcher([Store.open(store.path)]), io.StringIO('{"query":{"text":"where is late_fee computed"}}\n'), hits, 8, 0.2)
     assert json.loads(hits.getvalue())["hits"] == []
-    h = reuse_engine.extract(Searcher([Store.open(store.path)]), "where is late_fee computed?", [(fee.id, None)],
-                        tool={"name": "Bash", "input": {"command": "grep -rn late_fee src/"}})
+    h = reuse_engine.extract(Searcher([Store.open(store.path)]), {"query": {"tool": {"name": "Bash", "input": {"command": "grep -rn late_fee src/"}}},
+                                                                "hits": [{"id": fee.id, "semantic": None}]})
     assert h.text == "" and not h.deny
     rc, out, _ = egg("forget", fee.key, "--egg", store.path)
     assert rc == 0 and out.startswith("already forgotten: %s" % fee.key)

@@ -263,7 +263,7 @@ def test_egg_extract_checks_the_inputs_too(env, monkeypatch):
     monkeypatch.setenv("EGGSHELL_DATA_ROOT", env.data)  # the key the hooks hashed with
 
     def deny() -> bool:
-        return reuse_engine.extract(Searcher([Store.open(env.egg)]), "", [], tool={"name": "Bash", "input": {"command": "cat ./" + INVOICE}}).deny
+        return reuse_engine.extract(Searcher([Store.open(env.egg)]), {"query": {"tool": {"name": "Bash", "input": {"command": "cat ./" + INVOICE}}}}).deny
 
     assert deny()
     write(env, INVOICE, INVOICE_TEXT.replace("sum", "max"))

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eggshell.reuse import engine
+from eggshell.reuse.engine import Inquiry
 from eggshell.reuse import render as handoff
 from eggshell.core.identity import content_hex, display_key
 from eggshell.core.standing import CHANGED, UNKNOWN, VERIFIED, Standing
@@ -49,7 +50,7 @@ def prompt_handoff(store: Store, request: str, semantic: float | None = None, **
     from eggshell.graph.records import turn_views
 
     ws = engine.workspace([store.graph])
-    return engine.handoff(ws, request, retrieved=handoff.nominate(request, [(v, semantic) for v in turn_views(store.graph)]), **kw)
+    return engine.handoff(ws, Inquiry(request, retrieved=handoff.nominate(request, [(v, semantic) for v in turn_views(store.graph)]), **kw))
 
 
 # Earlier handoffs, and the frame's own lines, as hostile data.
@@ -160,7 +161,7 @@ def test_a_parsed_handoff_fed_back_as_data_stays_data(tmp_path_factory):
     first = store_of(tmp_path_factory, [("fee where", [("rg -n fee src", "src/fee.py:1:def fee():\n")], "in src/fee.py")])
     earlier = prompt_handoff(first, "fee where", semantic=0.9).text
     ws = engine.workspace([first.graph])
-    deny = engine.handoff(ws, work_text("Bash", {"command": "rg -n fee ./src"}), "rg -n fee ./src", enforce=True).text
+    deny = engine.handoff(ws, Inquiry(work_text("Bash", {"command": "rg -n fee ./src"}), "rg -n fee ./src", enforce=True)).text
     assert earlier and deny.startswith(handoff.DENY_HEAD)
     turns = [("fee again", [("cat notes.txt", earlier + deny)], deny + "\n" + earlier)]
     h = prompt_handoff(store_of(tmp_path_factory, turns), "fee again notes", semantic=0.9, budget=10**6)
@@ -233,8 +234,7 @@ NOW = 1764590400.0  # 2025-12-01T12:00:00Z
 def standing_handoff(tmp_path_factory, st: Standing, **kw):
     store = store_of(tmp_path_factory, README_TURNS)
     ws = engine.workspace([store.graph])
-    return engine.handoff(ws, work_text("Bash", {"command": "rg -n parse_config ./src"}), "rg -n parse_config ./src", standing=lambda o, a: st,
-                          enforce=True, **kw), store
+    return engine.handoff(ws, Inquiry(work_text("Bash", {"command": "rg -n parse_config ./src"}), "rg -n parse_config ./src", enforce=True), standing=lambda o, a: st, **kw), store
 
 
 def test_a_verified_item_states_its_age_commit_and_check(tmp_path_factory):
@@ -258,7 +258,7 @@ def test_a_prompt_is_told_on_the_request_that_the_files_its_answer_rests_on_chan
     nominated = handoff.nominate(request, [(v, 0.8) for v in __import__("eggshell.graph.records", fromlist=["x"]).turn_views(store.graph)])
     def stands(owner, outcome):  # the search is out of date, the read still holds
         return changed if "rg -n" in (owner.args[0].target.as_text() or "") else replace(changed, inputs=VERIFIED, changed=())
-    h = engine.handoff(ws, request, retrieved=nominated, standing=stands, now=NOW)
+    h = engine.handoff(ws, Inquiry(request, retrieved=nominated), standing=stands, now=NOW)
     assert re.search(r"\] Request, 1 hour ago, at commit abababa \(it changed no files; files it read have changed since: "
                      r"src/cli.py\):\n> " + re.escape(CHAT1), h.text), h.text
     assert "rg -n parse_config" not in h.text and "src/cli.py:41:" not in h.text  # the stale call is not shown at all
@@ -278,8 +278,7 @@ def test_a_changed_item_names_the_paths_and_leaves_its_output_out(tmp_path_facto
     told = [k for k in h.delivered if k.startswith("c:")]
     assert len(gs) == 1 and len(told) == 1  # and the chat was told once that the call is out of date
     ws = engine.workspace([store.graph])
-    again = engine.handoff(ws, work_text("Bash", {"command": "rg -n parse_config ./src"}), "rg -n parse_config ./src",
-                           standing=lambda o, a: st, enforce=True, now=NOW, delivered=frozenset(h.delivered))
+    again = engine.handoff(ws, Inquiry(work_text("Bash", {"command": "rg -n parse_config ./src"}), "rg -n parse_config ./src", enforce=True, delivered=frozenset(h.delivered)), standing=lambda o, a: st, now=NOW)
     assert call.group(1) not in again.text and not again.deny  # told once: the next answer does not repeat it
     assert "src/config.py:12:" not in h.text
     assert all(k == "frame" or not x.startswith("END") for k, x in handoff.parse(h.text))
@@ -299,7 +298,7 @@ def test_an_unchecked_or_foreign_item_says_so_and_is_advice(tmp_path_factory):
 def test_no_standing_renders_nothing_extra(tmp_path_factory):
     store = store_of(tmp_path_factory, README_TURNS)
     ws = engine.workspace([store.graph])
-    h = engine.handoff(ws, work_text("Bash", {"command": "rg -n parse_config ./src"}), "rg -n parse_config ./src", enforce=True)
+    h = engine.handoff(ws, Inquiry(work_text("Bash", {"command": "rg -n parse_config ./src"}), "rg -n parse_config ./src", enforce=True))
     assert h.deny and re.search(r"\n\[[0-9a-f]{12}\] Call:\n\$ rg -n parse_config src\n", h.text)
 
 
@@ -349,7 +348,7 @@ def test_commands_the_prompt_happens_to_contain_do_not_crowd_out_what_retrieval_
     request = "ls tests shows nothing about why a member cannot leave a group"
     ws = engine.workspace([store.graph])
     ranked = [(views[SUPPORT[0][0]], 0.66)]
-    h = engine.handoff(ws, request, retrieved=handoff.nominate(request, ranked))
+    h = engine.handoff(ws, Inquiry(request, retrieved=handoff.nominate(request, ranked)))
     assert "> Fix the crash when a user leaves a group" in h.text and "$ rg -n leave_group src" in h.text
     assert "test_3.py" not in h.text  # the `ls tests` calls bear on too little of the request
 

@@ -277,10 +277,12 @@ def hook_context(paths: Paths, project, prompt: str, turn: str, session: str | N
     return reply["hookSpecificOutput"]["additionalContext"] if reply else ""
 
 
-def pipeline_handoff(env, egg_path: str, prompt: str) -> str:
-    """The filters run in the project, as a user would (egg-extract checks recorded inputs there)."""
+def pipeline_handoff(env, egg_path: str, prompt: str, chat: str | None = None) -> str:
+    """The filters run in the project, as a user would (egg-extract checks recorded inputs there);
+    with `chat`, the message names the chat asking, as the prompt hook's own message does."""
+    query = {"text": prompt, **({"chat": chat} if chat else {})}
     r = sh('printf "%s\\n" "$2" | "$B/egg-query" --egg "$1" --top-k 5 | "$B/egg-extract" --egg "$1"', env, egg_path,
-           json.dumps({"query": {"text": prompt}}), cwd=os.path.dirname(os.path.dirname(egg_path)))
+           json.dumps({"query": query}), cwd=os.path.dirname(os.path.dirname(egg_path)))
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)["handoff"]["text"]
 
@@ -324,5 +326,11 @@ def test_hook_additional_context_equals_the_pipeline_handoff(tmp_path, env, proj
     r = run_hook({"hook_event_name": "UserPromptSubmit", "session_id": "sess-new", "turn_id": "new-x", "cwd": str(project),
                   "prompt": QUERIES[0]})
     assert r["hookSpecificOutput"]["additionalContext"] == pipeline_handoff(env, egg_path, QUERIES[0])
-    # the same chat asking again is not given the same evidence twice
+    # the same chat asking again is not given the same evidence twice; the pipe, told which chat
+    # asks, says the same (it reads what the chat was given from the data root's chat state)
+    assert pipeline_handoff(env, egg_path, QUERIES[0], chat="sess-new") == ""
     assert hook_context(paths, project, QUERIES[0], "new-y", session="sess-new") == ""
+    # a related question in that chat: the pipe hands over exactly what the hook does, byte for byte
+    follow = pipeline_handoff(env, egg_path, QUERIES[4], chat="sess-new")
+    assert follow != pipeline_handoff(env, egg_path, QUERIES[4]), "nothing was held back for what the chat had"
+    assert hook_context(paths, project, QUERIES[4], "new-z", session="sess-new") == follow

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from helpers.hooks import answer_here
 from eggshell.reuse.delivery import Deliveries
+from eggshell.reuse.engine import Inquiry
 from eggshell.graph.store import Store
 from eggshell.graph.turns import work_text
 from helpers.reuse import bash
@@ -165,7 +166,7 @@ def test_evidence_over_budget_is_listed_by_a_key_egg_show_reads(env):
     env.record_turn("find every parse_config variant", [("rg -n parse_config lib", big)], "there are 400", session="chat-1", turn="t2")
     ws = engine.workspace([Store.open(env.egg).graph])
     work = work_text("Bash", {"command": "rg -n parse_config ./lib"})
-    h = engine.handoff(ws, work, "rg -n parse_config ./lib", budget=2000, enforce=True)
+    h = engine.handoff(ws, Inquiry(work, "rg -n parse_config ./lib", budget=2000, enforce=True))
     assert not h.deny and h.omitted  # the evidence does not fit, so it cannot stop the call
     assert "Not shown, over the size budget" in h.text and "egg show KEY" in h.text and len(h.text) <= 2000
     key = h.omitted[0]

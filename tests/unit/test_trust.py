@@ -18,6 +18,7 @@ import subprocess
 import pytest
 
 from eggshell.graph import trust
+from eggshell.reuse.engine import Inquiry
 from eggshell.reuse.engine import handoff, workspace
 from eggshell.core.standing import VERIFIED, Standing, judges
 from eggshell.graph.store import Store
@@ -66,7 +67,7 @@ def test_a_forged_store_in_a_clone_never_denies_and_is_labelled(clone):
     (forged,) = [c for c in ws.corpus.candidates if c.tool]
     assert forged.outcome.as_text() == FORGED
     assert judge(forged.edge, forged.outcome) == Standing(origin=FORGED_LABEL)
-    h = handoff(ws, work_text("Bash", {"command": READ}), READ, enforce=True, standing=judges(INPUTS_VERIFIED, judge))
+    h = handoff(ws, Inquiry(work_text("Bash", {"command": READ}), READ, enforce=True), standing=judges(INPUTS_VERIFIED, judge))
     assert not h.deny and h.covered == ()
 
 
@@ -78,7 +79,7 @@ def test_after_egg_trust_the_store_may_deny_and_untrust_undoes_it(clone):
     (forged,) = [c for c in ws.corpus.candidates if c.tool]
     assert judge(forged.edge, forged.outcome) == Standing()
     # Trusted, it may complete the call wherever its inputs check out (freshness is judged apart).
-    h = handoff(ws, work_text("Bash", {"command": READ}), READ, enforce=True, standing=judges(INPUTS_VERIFIED, judge))
+    h = handoff(ws, Inquiry(work_text("Bash", {"command": READ}), READ, enforce=True), standing=judges(INPUTS_VERIFIED, judge))
     assert h.deny and h.covered == ("Bash: " + READ,)
     assert egg(clone, "untrust", ".eggs/work.egg").returncode == 0
     ws, judge = judged(clone)
@@ -243,8 +244,7 @@ def reused(env: Env):
     res = Resources(env.data, env.paths.bin_dir, warm=False)
     ledger = res.ledger()
     ws = trust.own_unions(res.workspace((env.egg, os.path.join(env.project, "vendor", "shared.egg"))), ledger)
-    return handoff(ws, work_text("Bash", {"command": READ}), READ, enforce=True,
-                   standing=judges(INPUTS_VERIFIED, trust.judge(ws.graphs, ledger)))
+    return handoff(ws, Inquiry(work_text("Bash", {"command": READ}), READ, enforce=True), standing=judges(INPUTS_VERIFIED, trust.judge(ws.graphs, ledger)))
 
 
 def test_a_warm_process_sees_egg_trust_at_once_and_rereads_only_on_change(tmp_path):

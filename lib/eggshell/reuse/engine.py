@@ -160,21 +160,39 @@ def plan(ws: Workspace, inquiry: str, *, retrieved: Iterable[str] = (), local_un
                     local_union=local_union, evidence=evidence, by_parent=ws.by_parent)
 
 
-def handoff(ws: Workspace, inquiry: str, shown: str | None = None, *, retrieved: Iterable[str] = (), budget: int = DEFAULT_BUDGET,
-            delivered: frozenset[str] = frozenset(), session: str | None = None, after_compaction: bool = False,
-            enforce: bool = False, local_union: bool = True, evidence: str | None = None,
-            log: Callable[[str], None] = lambda m: None, standing=None, now: float | None = None) -> PlanHandoff:
+@dataclass(frozen=True, slots=True)
+class Inquiry:
+    """One question for the engine and the terms it is answered on: a handoff's request object.
+
+    `text` is the request, or a proposed call's canonical Work; `shown` how it is displayed
+    (the command of a call); `retrieved` what retrieval nominated (render.nominate); `session`
+    the chat asking: its own recorded work is already in its context unless it was compacted,
+    and `delivered` is what it was given before. `enforce` (PreToolUse) is honoured only for
+    tools whose calls may be denied; `evidence` is the output of a call that has just run.
+    """
+
+    text: str
+    shown: str | None = None
+    retrieved: tuple[str, ...] = ()
+    budget: int = DEFAULT_BUDGET
+    session: str | None = None
+    delivered: frozenset[str] = frozenset()
+    after_compaction: bool = False
+    enforce: bool = False
+    local_union: bool = True
+    evidence: str | None = None
+
+
+def handoff(ws: Workspace, q: Inquiry, *, standing=None, log: Callable[[str], None] = lambda m: None,
+            now: float | None = None) -> PlanHandoff:
     """The rendered handoff (or deny reason) for one inquiry; EMPTY when there is nothing.
 
-    `shown` is how the request is displayed (the command of a tool call); `session` is the
-    chat asking: its own recorded work is already in its context unless it was compacted.
-    `enforce` (PreToolUse) is honoured only for tools whose calls may be denied, and only
-    by outcomes `standing` (standing.Judge) lets complete. For a request (not a tool call),
-    advice below handoff.PROMPT_FLOOR is not handed over. `now` (seconds since the epoch)
-    is when the handoff's ages are counted from: the clock when None.
+    Only outcomes `standing` (standing.Judge) lets complete may deny a call. For a request
+    (not a tool call), advice below render.PROMPT_FLOOR is not handed over. `now` (seconds
+    since the epoch) is when the handoff's ages are counted from: the clock when None.
     """
     try:
-        p = plan(ws, inquiry, retrieved=retrieved, local_union=local_union, evidence=evidence)
+        p = plan(ws, q.text, retrieved=q.retrieved, local_union=q.local_union, evidence=q.evidence)
     except RecursionError as e:
         log("reuse engine: %s; no prior work handed over" % e)
         return EMPTY
@@ -183,38 +201,64 @@ def handoff(ws: Workspace, inquiry: str, shown: str | None = None, *, retrieved:
         return EMPTY
 
     def visible(owner: Apply) -> bool:
-        return session is not None and not after_compaction and owner_of(owner)[0] == session
+        return q.session is not None and not q.after_compaction and owner_of(owner)[0] == q.session
 
-    request = not tool_name(inquiry)  # a prompt, not a tool call: its advice must clear the floor
-    return render_plan(p, ws.corpus, shown if shown is not None else inquiry, budget, delivered, visible,
-                       enforce and deniable(inquiry), standing, now, by_parent=ws.by_parent, floor=PROMPT_FLOOR if request else None)
+    request = not tool_name(q.text)  # a prompt, not a tool call: its advice must clear the floor
+    return render_plan(p, ws.corpus, q.shown if q.shown is not None else q.text, q.budget, q.delivered, visible,
+                       q.enforce and deniable(q.text), standing, now, by_parent=ws.by_parent, floor=PROMPT_FLOOR if request else None)
 
 
-def extract(searcher: Searcher, request: str, hits: list[tuple[str, float | None]], budget: int = DEFAULT_BUDGET,
-            tool: dict | None = None, standing=None) -> PlanHandoff:
-    """The handoff for hits already ranked (the in-process form of egg-extract, and the hook's).
+def inquiry_of(message: dict, searcher: Searcher, budget: int, *, local_union: bool = True,
+               seen: Callable[[str], tuple[frozenset[str], bool]] | None = None) -> Inquiry:
+    """The Inquiry one hits message asks (egg-query's output line, or the prompt hook's own).
 
-    `hits`: (turn id, its semantic score or None) best first, as egg-query's lines carry them.
+    `{"query": {"text": ..., "chat": ..., "turn": ...}, "hits": [...]}` or `{"query": {"tool":
+    {"name", "input"}, "chat": ...}}`. With a `chat`, the handoff is the one that chat gets:
+    `seen(chat)` says what it was given (its delivered keys, whether it was compacted since),
+    and hits of its current `turn` are left out (that turn is in its context already).
+    """
+    from eggshell.graph.records import command_of
+    from eggshell.reuse.intrinsic import canonical_tool_work
+    from eggshell.reuse.render import nominate
+
+    q = message["query"] if isinstance(message["query"], dict) else {"text": message["query"]}
+    chat = q.get("chat") if isinstance(q.get("chat"), str) and q.get("chat") else None
+    delivered, compacted = seen(chat) if chat is not None and seen is not None else (frozenset(), False)
+    tool = q.get("tool")
+    if isinstance(tool, dict):
+        work = canonical_tool_work(tool["name"], tool.get("input"))
+        return Inquiry(work, command_of(work), (), budget, chat, delivered, compacted, enforce=True, local_union=local_union)
+    turn = q.get("turn")
+    hits = [h for h in message.get("hits", ()) if chat is None or h.get("session") != chat or h.get("turn") != turn]
+    searcher._refresh()
+    retrieved = nominate(q["text"], [(searcher.by_id[h["id"]], h.get("semantic")) for h in hits if h["id"] in searcher.by_id])
+    return Inquiry(q["text"], q["text"], tuple(retrieved), budget, chat, delivered, compacted, local_union=local_union)
+
+
+def extract(searcher: Searcher, message: dict, budget: int = DEFAULT_BUDGET, standing=None) -> PlanHandoff:
+    """egg-extract on one hits message (see inquiry_of), with the stores its searcher reads.
 
     `standing` (standing.Judge) says how each prior outcome stands now; by default its
     recorded inputs are checked in the project of the current directory and its origin in
     this user's trust ledger (`judge_here`); only the user's own unions count (trust.own_unions).
+    A message naming a chat is answered as that chat would be: with what the data root's
+    chat state says it was given.
     """
     from eggshell.graph import trust
-    from eggshell.reuse.engine import handoff, workspace
-    from eggshell.reuse.render import nominate
-    from eggshell.reuse.intrinsic import canonical_tool_work
     from eggshell.paths import from_env
-    from eggshell.graph.records import command_of
+    from eggshell.reuse.delivery import Deliveries
 
+    paths = from_env()
     searcher._refresh()
-    ledger = trust.load(from_env().data_root)
+    ledger = trust.load(paths.data_root)
     ws = trust.own_unions(workspace(s.graph for s in searcher.stores), ledger)
-    if tool is not None:
-        work = canonical_tool_work(tool["name"], tool.get("input"))
-        return handoff(ws, work, command_of(work), budget=budget, enforce=True, standing=standing or judge_here(os.getcwd(), ws, ledger))
-    retrieved = nominate(request, [(searcher.by_id[i], s) for i, s in dict(hits).items() if i in searcher.by_id])
-    return handoff(ws, request, request, retrieved=retrieved, budget=budget, standing=standing or judge_here(None, ws, ledger))
+
+    def seen(chat: str) -> tuple[frozenset[str], bool]:
+        state = Deliveries(paths.state_dir, chat).load()
+        return state.delivered, state.after_compaction
+
+    q = inquiry_of(message, searcher, budget, seen=seen)
+    return handoff(ws, q, standing=standing or judge_here(os.getcwd() if q.enforce else None, ws, ledger))
 
 
 def judge_here(cwd: str | None, ws, ledger):

@@ -349,6 +349,8 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
     journal = Journal(paths.journal_dir)
 
     if st.event in TOOL_EVENTS:
+        from eggshell.reuse.engine import Inquiry
+
         work, shown = _tool_work(payload)
         staged = _staged(journal, st.session, st.turn)
         evidence = None
@@ -356,25 +358,27 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
             from eggshell.graph.turns import normalize_output
 
             evidence = normalize_output(payload.get("tool_response"))
-        h = _reuse(paths, res, read, st.session, work, shown, effects, budget=budget, local_union=local_union, staged=staged,
-                   enforce=st.event == "PreToolUse", evidence=evidence, standing=_judge(paths, res, journal, st, st.cwd),
-                   call=st.event)
+        q = Inquiry(work, shown, (), budget, st.session, enforce=st.event == "PreToolUse", local_union=local_union, evidence=evidence)
+        h = _reuse(paths, res, read, q, effects, staged=staged, standing=_judge(paths, res, journal, st, st.cwd), call=st.event)
         if h.deny:
             return {"deny": h.text}
         return _context(h.text)
 
     if st.event == "UserPromptSubmit":
-        from eggshell.reuse.render import nominate
+        from eggshell.reuse.engine import inquiry_of as engine_inquiry
+        from eggshell.search.searcher import hits_message
 
-        prompt = inquiry_of(_need_str(payload, "prompt"))
         cfg = _load_config(paths, st.cwd, st.config_file)  # how to rank (the stores are the turn's own)
         searcher = res.searcher(cfg, read)
-        hits = searcher.search(prompt, cfg.top_k, cfg.min_coverage)
+        # egg-query's step and then egg-extract's, on the messages a pipe would carry: the same
+        # handoff as `echo MESSAGE | egg-query | egg-extract` in this project, for this chat.
         # Retrieval nominates the ranked turns that bear on the prompt and their tool calls that
         # share terms with it; the engine adds what intrinsic matching proves and renders it all.
-        retrieved = nominate(prompt, [(searcher.by_id[h.id], h.semantic) for h in hits if h.session != st.session or h.turn != st.turn])
-        h = _reuse(paths, res, read, st.session, prompt, prompt, effects, budget=budget, local_union=local_union, retrieved=retrieved,
-                   hits=[x for x in hits if x.session != st.session or x.turn != st.turn], standing=_judge(paths, res, journal, st, None))
+        message = {"query": {"text": inquiry_of(_need_str(payload, "prompt")), "chat": st.session, "turn": st.turn}}
+        found = hits_message(searcher, message, cfg.top_k, cfg.min_coverage)
+        q = engine_inquiry(found, searcher, budget, local_union=local_union)
+        hits = [x for x in found["hits"] if x["session"] != st.session or x["turn"] != st.turn]
+        h = _reuse(paths, res, read, q, effects, hits=hits, standing=_judge(paths, res, journal, st, None))
         return _context(h.text)
     return {}
 
@@ -497,13 +501,15 @@ def _judge(paths: Paths, res, journal: Journal, st: Step, cwd: str | None):
     return reuse_judge(root, cwd, getattr(res, "freshness", None), paths.state_dir, _log(paths, "freshness"))
 
 
-def _reuse(paths: Paths, res, read: tuple[str, ...], session: str, inquiry: str, shown: str, effects: list | None, *,
-           budget: int, local_union: bool, staged=(), retrieved=(), enforce: bool = False, evidence: str | None = None, hits=(),
-           standing=None, call: str | None = None):
-    """Run the reuse engine for one inquiry; the delivery keys are recorded once the reply is out.
+def _reuse(paths: Paths, res, read: tuple[str, ...], q, effects: list | None, *, staged=(), hits=(), standing=None,
+           call: str | None = None):
+    """Run the reuse engine for one inquiry (engine.Inquiry) of the chat `q.session`, on what it
+    was given before; the delivery keys are recorded once the reply is out.
 
     `standing`: the freshness judge (trust joins it here); `call`: the tool event asking
-    (PreToolUse, PostToolUse), None for the prompt."""
+    (PreToolUse, PostToolUse), None for the prompt; `hits`: the prompt's (as dicts), for `egg why`."""
+    from dataclasses import replace
+
     from eggshell.reuse.delivery import Deliveries
     from eggshell.reuse.engine import handoff
     from eggshell.core.standing import judges
@@ -514,16 +520,16 @@ def _reuse(paths: Paths, res, read: tuple[str, ...], session: str, inquiry: str,
     # A prior outcome may stand in for a call only if its inputs are unchanged (freshness, the
     # `standing` passed in) and it is the user's own (trust): standing.join of the two.
     standing = judges(standing or _not_checked, trust_judge(ws.graphs, ledger, staged))
+    session = q.session
     chat = Deliveries(paths.state_dir, session, _log(paths, "chat state"))
     state = chat.load()
+    q = replace(q, delivered=state.delivered, after_compaction=state.after_compaction)
     with res.unlocked():  # the engine only reads the workspace: the manager's tool worker may answer meanwhile
-        h = handoff(ws, inquiry, shown, retrieved=retrieved, budget=budget, delivered=state.delivered, session=session,
-                    after_compaction=state.after_compaction, enforce=enforce, local_union=local_union, evidence=evidence,
-                    log=_log(paths, "reuse"), standing=standing)
+        h = handoff(ws, q, log=_log(paths, "reuse"), standing=standing)
     if h.delivered and effects is not None:
         effects.append(lambda keys=h.delivered: chat.add(keys))
     if h.text and effects is not None:
-        effects.append(lambda: _remember(paths, session, h, hits, None if call is None else "%s %s" % (call, shown)))
+        effects.append(lambda: _remember(paths, session, h, hits, None if call is None else "%s %s" % (call, q.shown)))
     return h
 
 
@@ -559,7 +565,7 @@ def _call_reason(h, call: str) -> str:
 
 def _reason(h, hits=()) -> str:
     """Why this handoff: the turns retrieval ranked (with fused scores) and what the engine showed."""
-    lines = ["retrieved %s  rank %d  score %.3f  (%s)" % (x.key, x.rank, x.score, os.path.basename(x.store)) for x in hits]
+    lines = ["retrieved %s  rank %d  score %.3f  (%s)" % (x["key"], x["rank"], x["score"], os.path.basename(x["store"])) for x in hits]
     lines += ["evidence  %s  shown in full" % k for k in dict.fromkeys(h.keys)]
     lines += ["evidence  %s  listed only (over the budget; egg show reads it)" % k for k in dict.fromkeys(h.omitted)]
     return "\n".join(lines)

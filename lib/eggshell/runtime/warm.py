@@ -25,6 +25,7 @@ from eggshell.errors import EggshellError
 from eggshell.config import Config
 from eggshell.reuse.engine import LiveWorkspace, Workspace
 from eggshell.reuse.freshness import Cache
+from eggshell.search.rank import Settings
 from eggshell.search.searcher import Searcher
 from eggshell.graph.store import Store
 
@@ -131,7 +132,7 @@ class Resources:
             lexical = {}
             for key, s in self._searchers.items():
                 if key[0] == read:
-                    c = Searcher(s.stores, s.mode, None, trace=s.trace, model=s.model, k1=s.k1, b=s.b)
+                    c = Searcher(s.stores, trace=s.trace, settings=s.settings)
                     c.views, c.by_id, c.candidates = s.views, s.by_id, s.candidates
                     c._bm25, c._passages, c._stamp = s._bm25, s._passages, s._stamp
                     lexical[key[:-1] + (False,)] = c
@@ -244,8 +245,8 @@ class Resources:
             import os
 
             trace = os.path.join(self.data_root, "semantic", "matcher-trace.jsonl")
-            s = self._searchers[key] = Searcher([self.store(p) for p in read], cfg.mode, semantic, trace=trace, model=cfg.model,
-                                                k1=cfg.bm25_k1, b=cfg.bm25_b)
+            s = self._searchers[key] = Searcher([self.store(p) for p in read], semantic=semantic, trace=trace,
+                                                settings=Settings.from_config(cfg))
             s.unlocked = self.unlocked
             provider = getattr(semantic, "provider", None)
             if provider is not None:

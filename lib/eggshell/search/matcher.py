@@ -33,8 +33,7 @@ def builtin_argv(cfg: Config, bin_dir: str, depth: int) -> list[str]:
 
 def in_process(cfg: Config, data_root: str, depth: int, log: Callable[[str], None]) -> Semantic:
     """The built-in provider in this process (the hook path: no child to start)."""
-    kw = {} if cfg.threshold is None else {"threshold": cfg.threshold}
-    provider = Provider(Settings(mode="semantic", top_k=depth, anchor_k=0, model=cfg.model, **kw), data_root, log)
+    provider = Provider(Settings.from_config(cfg, mode="semantic", top_k=depth, anchor_k=0), data_root, log)
 
     def semantic(text: str, candidates: list[dict], k: int) -> SemanticList | None:
         r = provider.rank(text, [c["text"] for c in candidates])

@@ -270,6 +270,9 @@ WEIGHTS = (0.6, 0.1, 0.3)
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """How to rank: the one settings object of the ranking rule, read by the local provider,
+    the Searcher (egg-query and the hook) and the evaluation alike."""
+
     mode: str = "hybrid"
     top_k: int = DEFAULT_TOP_K
     anchor_k: int = DEFAULT_ANCHOR_K
@@ -279,8 +282,22 @@ class Settings:
     model_dir: str | None = None
     k1: float = K1  # BM25 term-frequency saturation
     b: float = B  # BM25 length normalization
-    fusion: str = "score"  # or "rrf", the reference's rule
+    fusion: str = "score"  # or "rrf", reciprocal rank fusion
     weights: tuple[float, float, float] = WEIGHTS
+
+    @staticmethod
+    def from_config(cfg, **given) -> "Settings":
+        """The ranking a config.Config asks for (mode, top_k, threshold, model, bm25_k1, bm25_b),
+        the built-in rule for the rest; `given` overrides (a stage's flags, a provider's mode)."""
+        kw = {"mode": cfg.mode, "top_k": cfg.top_k, "model": cfg.model, "k1": cfg.bm25_k1, "b": cfg.bm25_b}
+        if cfg.threshold is not None:
+            kw["threshold"] = cfg.threshold
+        return Settings(**{**kw, **given})
+
+    def fuse(self, mode: str, top_k: int, lexical, semantic, anchors, n: int, passages=(), floor: float | None = None):
+        """`fuse` with these settings (its anchors, fusion and weights; `floor`: the semantic side's own, else the threshold)."""
+        return fuse(mode, top_k, self.anchor_k, lexical, semantic, anchors, n, passages, fusion=self.fusion,
+                    floor=self.threshold if floor is None else floor, weights=self.weights)
 
 
 @dataclass

@@ -10,14 +10,14 @@ ignored for that query: the answer is then lexical. egg-query and the hook both 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, NamedTuple
 
 from eggshell.graph.records import TurnView, searchable_text, turn_views
 from eggshell.graph.store import Store
 from eggshell.log import warn
-from eggshell.search.rank import (B, BM25, DEFAULT_ANCHOR_K, DEFAULT_TOP_K, K1, MODES, PASSAGE_DEPTH, Passages, anchor_ranking,
-                                  fuse, lexical_index, line_terms)
+from eggshell.search.rank import (B, BM25, DEFAULT_ANCHOR_K, DEFAULT_TOP_K, K1, MODES, PASSAGE_DEPTH, Passages, Settings,
+                                  anchor_ranking, lexical_index, line_terms)
 from eggshell.search.terms import terms
 
 # The semantic side: (query, candidates [{"id","text"}], how many) -> SemanticList, or
@@ -68,16 +68,17 @@ class Searcher:
 
     def __init__(self, stores: Iterable[Store], mode: str = "lexical", semantic: Semantic | None = None,
                  anchor_k: int = DEFAULT_ANCHOR_K, trace: str | None = None, model: str | None = None,
-                 k1: float = K1, b: float = B):
-        if mode not in MODES:
+                 k1: float = K1, b: float = B, *, settings: Settings | None = None):
+        """`settings` (rank.Settings, e.g. Settings.from_config) says how to rank; without it,
+        the built-in rule with the mode, anchors, model and BM25 parameters given."""
+        settings = settings or Settings(mode=mode, anchor_k=anchor_k, model=model, k1=k1, b=b)
+        if settings.mode not in MODES:
             raise ValueError("mode must be one of %s" % ", ".join(MODES))
         self.stores = list(stores)
-        self.mode = mode
+        self.settings = settings
+        self.mode, self.anchor_k, self.model, self.k1, self.b = settings.mode, settings.anchor_k, settings.model, settings.k1, settings.b
         self.semantic = semantic
-        self.anchor_k = anchor_k
         self.trace = trace  # a sidecar file: one line per query with every ranking and timing
-        self.model = model
-        self.k1, self.b = k1, b
         self._stamp: tuple | None = None
         self.views: list[TurnView] = []
         self.by_id: dict[str, TurnView] = {}
@@ -168,7 +169,7 @@ class Searcher:
                 if got.cosine:
                     cosines = {i: v for i, v in semantic if v >= floor}
         t3 = time.perf_counter()
-        selected, fused = fuse(mode, top_k, self.anchor_k, lexical, semantic, anchors, n, passages, floor=floor)
+        selected, fused = self.settings.fuse(mode, top_k, lexical, semantic, anchors, n, passages, floor=floor)
         score = dict(fused)
         hits = []
         for rank, i in enumerate(selected, 1):
@@ -202,3 +203,13 @@ def query_text(obj: object) -> str | None:
         if isinstance(q, str):
             return q
     return None
+
+
+def hits_message(searcher: Searcher, message: object, top_k: int, min_coverage: float) -> dict | None:
+    """egg-query's step on one message, which the prompt hook composes too: the query and its
+    hits, each a plain dict as the pipe carries it; None when the message asks nothing."""
+    text = query_text(message)
+    if text is None:
+        return None
+    hits = searcher.search(text, top_k, min_coverage)
+    return {"query": message["query"], "hits": [asdict(h) for h in hits]}

@@ -6,8 +6,8 @@ intrinsic matching of the request against every stored Work, and writes one
 `{"handoff":{"text","keys","omitted","deny","covered"}}` line per input line. A query
 may also be a proposed tool call, `{"query":{"tool":{"name":...,"input":...}}}`: then
 `deny` says whether completed prior work covers it (what the PreToolUse hook enforces).
-No match, or nothing that fits, gives an empty text. The stage keeps no chat state: it
-answers as for a new chat.
+No match, or nothing that fits, gives an empty text. The stage writes no chat state; a
+query naming a chat is answered with what that chat was given before (reuse/engine.inquiry_of).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def step_of(searcher: Searcher | None, budget: int) -> stage.Step:
             raise stage.Refused('expected {"query":{"text":...},"hits":[{"id":...},...]} or {"query":{"tool":{"name":...,"input":...}}}')
         if tool is not None and searcher is None:
             raise stage.Refused("a proposed call is matched against every stored call: name the stores with --egg")
-        return [as_record(extract(searcher_for(hits), request or "", [(h["id"], h.get("semantic")) for h in hits], budget, tool))]
+        return [as_record(extract(searcher_for(hits), obj, budget))]
 
     return step
 
@@ -84,6 +84,10 @@ output line:  {"handoff":{"text":TEXT,"keys":[KEY,...],"omitted":[KEY,...],"deny
 A hit is handed over if its "semantic" score is a number (the search provider counted it as
 related) or, when that is null or absent, if its text shares an identifier or path with the
 request or enough of its words.
+
+A query may name the chat asking, {"query":{"text":...,"chat":SESSION}} (egg-query passes its
+query through): the handoff is then the one the prompt hook gives that chat, byte for byte,
+holding back what the data root's chat state says the chat was given already.
 
 Without --egg, each line's hits name the stores it reads (egg-query writes each hit's
 "store"); a proposed call, which has no hits, needs --egg.

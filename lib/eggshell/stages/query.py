@@ -11,12 +11,11 @@ line, in input order.
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict
 from typing import IO
 
 from eggshell.graph.store import EggError, Store
-from eggshell.search.rank import DEFAULT_ANCHOR_K, DEFAULT_TOP_K, MODES
-from eggshell.search.searcher import DEFAULT_MIN_COVERAGE, Searcher, query_text, semantic_depth
+from eggshell.search.rank import DEFAULT_ANCHOR_K, DEFAULT_TOP_K, MODES, Settings
+from eggshell.search.searcher import DEFAULT_MIN_COVERAGE, Searcher, hits_message, semantic_depth
 from eggshell.stages import common as stage
 
 PROG = "egg-query"
@@ -26,11 +25,10 @@ def step_of(searcher: Searcher, top_k: int, min_coverage: float) -> stage.Step:
     """egg-query's step: a query message in, its hits message out."""
 
     def step(obj) -> list[dict]:
-        text = query_text(obj)
-        if text is None:
+        out = hits_message(searcher, obj, top_k, min_coverage)
+        if out is None:
             raise stage.Refused('expected {"query":{"text":...}}')
-        hits = searcher.search(text, top_k, min_coverage)
-        return [{"query": obj["query"], "hits": [asdict(h) for h in hits]}]
+        return [out]
 
     return step
 
@@ -81,7 +79,8 @@ exit status: 0 ok; 1 some lines were malformed; 2 usage or store error.""",
         log = lambda m: stage.warn(PROG, m)  # noqa: E731
         semantic, close = matcher.choose(cfg, paths.data_root, paths.bin_dir, semantic_depth(a.top_k), log, prefer_in_process=a.in_process)
         trace = None if a.no_trace else os.path.join(paths.data_root, "semantic", "matcher-trace.jsonl")
-        searcher = Searcher((Store.open(path) for path in a.egg), cfg.mode, semantic, a.anchor_k, trace, cfg.model, cfg.bm25_k1, cfg.bm25_b)
+        searcher = Searcher((Store.open(path) for path in a.egg), semantic=semantic, trace=trace,
+                            settings=Settings.from_config(cfg, anchor_k=a.anchor_k))
         bad = run(searcher, sys.stdin, sys.stdout, a.top_k, a.min_coverage)
     except (EggError, OSError, _config.ConfigError) as e:
         stage.warn(PROG, str(e))
