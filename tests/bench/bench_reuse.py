@@ -371,7 +371,7 @@ def seed_chat_state(paths, session: str, n_keys: int = 300) -> None:
 
 
 def hook_work(ws, cfg, paths, session: str, tool_input: dict) -> tuple[dict, bool]:
-    """The PreToolUse branch of hooks/codex.py with the store and workspace already in memory."""
+    """The PreToolUse branch of runtime/turnflow.py with the store and workspace already in memory."""
     import ujson
 
     from eggshell.reuse.delivery import Deliveries

@@ -691,7 +691,7 @@ def test_a_config_file_in_a_directory_others_can_write_is_refused(paths, tmp_pat
     assert config.load(paths, str(d)).top_k == 3
 
 
-def test_a_config_file_of_another_user_in_a_sticky_tmp_is_refused(paths, tmp_path):
+def test_a_config_file_of_another_user_in_a_sticky_tmp_is_refused(paths, tmp_path, umask022):
     t = sticky_tmp(tmp_path)
     (t / "work").mkdir()
     write_project(t, 'egg = ".eggs/work.egg"\n')

@@ -172,10 +172,10 @@ def test_paths_computed_from_a_modules_place_name_the_package_and_its_lib():
     """Moving a module into a folder must not move what it computes from its own file: a spawned
     manager imports the checkout's lib/ (never lib/eggshell, which would shadow top-level modules
     such as config or log), and a reinstall is noticed in every folder."""
-    from eggshell.runtime import client, warm
+    from eggshell.runtime import client
 
     assert client.lib_dir() == LIB
-    count, newest = warm.source_stamp()
+    count, newest = client.source_stamp()
     files = [path for path, _ in MODS.values()]
     assert count == len(files) and newest == max(os.stat(p).st_mtime_ns for p in files)
 
@@ -201,3 +201,16 @@ def test_a_spawned_manager_imports_this_checkout(tmp_path):
             os.kill(p, signal.SIGTERM)
         wait_for(lambda: not pids_by_data_root(data), 10)
         time.sleep(0.1)
+
+
+def test_a_starting_manager_tries_its_lock_before_it_loads_memory():
+    """Racing hooks may start two managers; the loser must find the lock held and exit at once,
+    so egg-manager's module loads no store, search or reuse code before `serve` takes the lock."""
+    import subprocess
+    import sys
+
+    code = "import sys, eggshell.runtime.manager; print(' '.join(sorted(m for m in sys.modules if m.startswith('eggshell'))))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=LIB),
+                            check=True).stdout.split()
+    heavy = [m for m in loaded if m.split(".")[1:2] in (["graph"], ["search"], ["reuse"]) or m == "eggshell.runtime.warm"]
+    assert "eggshell.runtime.manager" in loaded and heavy == []

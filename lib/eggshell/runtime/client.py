@@ -358,6 +358,22 @@ def request(data_root: str, obj: dict, timeout: float = 2.0) -> dict | None:
         c.close()
 
 
+def source_stamp() -> tuple:
+    """When this package's files last changed: a reinstall makes a running manager retire."""
+    import eggshell
+
+    root = os.path.dirname(os.path.abspath(eggshell.__file__))  # the whole package, every folder
+    out = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            if f.endswith(".py"):
+                try:
+                    out.append(os.stat(os.path.join(d, f)).st_mtime_ns)
+                except OSError:
+                    pass
+    return (len(out), max(out, default=0))
+
+
 def lib_dir() -> str:
     """The directory holding this eggshell package (the checkout's lib/, or site-packages): what a
     spawned manager must import, and nothing under it (lib/eggshell on the path would shadow

@@ -36,9 +36,9 @@ import threading
 import time
 
 from eggshell import __version__
-from eggshell.runtime.client import (HELLO, LOCK, LOG, REFUSED, UNRESPONSIVE, Connection, not_a_socket, peer, run_dir, socket_path, tightenable, unsafe_dir)
+from eggshell.runtime.client import (HELLO, LOCK, LOG, REFUSED, UNRESPONSIVE, Connection, not_a_socket, peer, run_dir, socket_path,
+                                     source_stamp, tightenable, unsafe_dir)
 from eggshell.paths import Paths, UnsafePath, from_env, private_dir, secure_data_root
-from eggshell.runtime.warm import source_stamp
 
 PROG = "egg-manager"
 IDLE_S = 300.0  # exit after this long without a request (EGGSHELL_MANAGER_IDLE overrides)

@@ -25,6 +25,7 @@ from eggshell.errors import EggshellError
 from eggshell.config import Config
 from eggshell.reuse.engine import LiveWorkspace, Workspace
 from eggshell.reuse.freshness import Cache
+from eggshell.runtime.client import source_stamp
 from eggshell.search.rank import Settings
 from eggshell.search.searcher import Searcher
 from eggshell.graph.store import Store
@@ -33,23 +34,6 @@ QUERY_WINDOWS = 16  # windows a warm prompt embeds for stored turns not embedded
 MODEL_THREADS = 1  # the manager's model runs on the thread that asks, so a low-priority one embeds at low priority
 WARM_LOCK_S = 0.05  # a warm commit's wait for a store lock held elsewhere: the worker serves hooks; the journal keeps the turn
 BACKFILL_WINDOWS = 4  # windows embedded per step of the manager: a prompt waits at most for one step
-
-
-
-def source_stamp() -> tuple:
-    """When this package's files last changed: a reinstall makes a running manager retire."""
-    import eggshell
-
-    root = os.path.dirname(os.path.abspath(eggshell.__file__))  # the whole package, every folder
-    out = []
-    for d, _, files in os.walk(root):
-        for f in files:
-            if f.endswith(".py"):
-                try:
-                    out.append(os.stat(os.path.join(d, f)).st_mtime_ns)
-                except OSError:
-                    pass
-    return (len(out), max(out, default=0))
 
 
 class NotGrown(EggshellError):

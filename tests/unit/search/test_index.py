@@ -16,7 +16,7 @@ from eggshell.stages import index
 from eggshell.search.local import Provider
 
 from eggshell.search.rank import DEFAULT_ANCHOR_K, Settings
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import REPO  # noqa: E402
 CANDS = [{"id": "a", "text": "bake bread at home"}, {"id": "b", "text": "late_fee is computed in src/billing.py"}, {"id": "c", "text": "late fee policy"}]
 
 

@@ -1,4 +1,4 @@
-"""controls.py: the in-chat `egg` controls, run in-process as `!egg ...` would run them in Codex."""
+"""cli/controls.py: the in-chat `egg` controls, run in-process as `!egg ...` would run them in Codex."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from eggshell.graph.records import turn_views
 from eggshell.graph.save import save_turn
 from eggshell.graph.store import Store
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import REPO  # noqa: E402
 BIN = os.path.join(REPO, "bin")
 THREAD = "thread-0001"
 NO_CHAT = "egg: no chat: run this inside Codex as !egg ... (CODEX_THREAD_ID is unset), or pass --chat ID\n"

@@ -29,7 +29,9 @@ import time
 
 import pytest
 
-from test_hook import REPO, Env
+from helpers import REPO
+
+from helpers.hook_env import Env
 
 pytestmark = pytest.mark.slow
 

@@ -32,7 +32,7 @@ from eggshell.graph.records import turn_views
 from eggshell.graph.store import Store
 from helpers import bash, egg_records, real_venv, tool_call, turn_record
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import REPO  # noqa: E402
 BIN = os.path.join(REPO, "bin")
 
 

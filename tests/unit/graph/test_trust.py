@@ -26,8 +26,9 @@ from eggshell.graph.turns import work_text
 from eggshell.runtime.warm import Resources
 from helpers.reuse import bash
 from helpers.forged import clone as git_clone, forged_repository
-from test_hook import REPO, Env
-from test_reuse_hooks import denied, pre
+from helpers import REPO
+from helpers.hook_env import Env
+from helpers.hook_env import denied, pre
 
 EGG = os.path.join(REPO, "bin", "egg")
 READ = "cat config/billing.toml"

@@ -23,7 +23,7 @@ from eggshell.runtime.chat import Chat
 from eggshell.graph.save import save_turn
 from eggshell.graph.store import Store
 from helpers import bash, turn_record, wait_for
-from test_manager import RG, RG_ANSWER, RG_OUT, WAIT, ManagedEnv, checkout, denial, env, pre_tool  # noqa: F401 - fixtures
+from helpers.managed import RG, RG_ANSWER, RG_OUT, WAIT, ManagedEnv, checkout, denial, env, pre_tool  # noqa: F401 - fixtures
 
 CANARY = "CANARY-f0rget-9d3c71e5"
 

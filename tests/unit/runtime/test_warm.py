@@ -16,7 +16,7 @@ from helpers.hooks import answer_here
 from eggshell.stages import hook
 from eggshell.graph.store import compact
 from eggshell.runtime.warm import Resources
-from test_hook import Env  # noqa: F401 - the same isolated environment as the hook tests
+from helpers.hook_env import Env  # noqa: F401 - the same isolated environment as the hook tests
 
 RG = "rg -n parse_config src"
 RG_OUT = "src/config.py:1:def parse_config(path):\n"

@@ -1,4 +1,4 @@
-"""cli.py (`egg`): init, install/uninstall codex, show, find, fsck, compact, merge, status."""
+"""cli/main.py (`egg`): init, install/uninstall codex, show, find, fsck, compact, merge, status."""
 
 from __future__ import annotations
 
@@ -18,39 +18,12 @@ from eggshell.graph.records import turn_views
 from eggshell.graph.save import save_turn
 from eggshell.graph.store import Store
 from helpers import bash, read_bytes, turn_record
+from helpers.cli_env import Egg
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import REPO  # noqa: E402
 BIN = os.path.join(REPO, "bin")
 HOOK_CMD = "%s codex" % os.path.join(BIN, "egg-hook")
 EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostCompact", "Stop", "SessionEnd"]
-
-
-class Egg:
-    """Runs `egg` in-process with an isolated prefix, data root and Codex home."""
-
-    def __init__(self, tmp, monkeypatch, capsys):
-        self.tmp, self.mp, self.capsys = tmp, monkeypatch, capsys
-        self.prefix = tmp / "prefix"
-        self.codex = tmp / "codex"
-        self.hooks = self.codex / "hooks.json"
-        for k in list(os.environ):
-            if k.startswith(("EGGSHELL_", "CODEX_")):
-                monkeypatch.delenv(k)
-        monkeypatch.setenv("EGGSHELL_PREFIX", str(self.prefix))
-        monkeypatch.setenv("EGGSHELL_DATA_ROOT", str(tmp / "data"))
-        monkeypatch.setenv("CODEX_HOME", str(self.codex))
-        monkeypatch.setenv("EGGSHELL_BIN", BIN)
-        self.cwd = tmp / "work"
-        self.cwd.mkdir()
-        monkeypatch.chdir(self.cwd)
-
-    def __call__(self, *argv: str) -> tuple[int, str, str]:
-        rc = cli.main(list(argv))
-        cap = self.capsys.readouterr()
-        return rc, cap.out, cap.err
-
-    def hooks_json(self) -> dict:
-        return json.loads(self.hooks.read_text())
 
 
 @pytest.fixture
@@ -493,7 +466,7 @@ def test_help_exits_0(egg, argv):
 
 
 def test_no_command_outside_a_chat_is_egg_status(egg):
-    # `egg` alone is the in-chat status line (controls.py); outside a chat it is `egg status`
+    # `egg` alone is the in-chat status line (cli/controls.py); outside a chat it is `egg status`
     rc, out, _ = egg()
     assert rc == 0 and out == egg("status")[1]
 

@@ -40,8 +40,8 @@ from eggshell.graph.save import save_turn
 from eggshell.graph.store import Store
 from eggshell.core.values import Atom
 from helpers import bash, read_bytes, turn_record
-from test_cli import Egg
-from test_vectors import DIM, MODEL, vecs_for
+from helpers.cli_env import Egg
+from helpers.vectors import DIM, MODEL, vecs_for
 
 SECRET = "CANARY-4b1d-forget-me"
 FEE_OUT = "src/billing.py:42: def late_fee(days):\n"

@@ -23,7 +23,7 @@ from eggshell.graph.save import save_turn
 from eggshell.runtime.journal import Journal
 from eggshell.core.standing import CHANGED, UNKNOWN, VERIFIED
 from eggshell.graph.store import Store
-from test_hook import Env
+from helpers.hook_env import Env
 
 INVOICE = "src/billing/invoice.py"
 INVOICE_TEXT = "def total(lines):\n    return sum(l.amount for l in lines)\n"
@@ -88,7 +88,7 @@ def judged(env: Env, command: str):
 
 
 def quoted(text: str) -> str:
-    """Recorded output as a handoff quotes it: every line behind `| ` (handoff.py)."""
+    """Recorded output as a handoff quotes it: every line behind `| ` (reuse/render.py)."""
     return "".join("| " + line + "\n" for line in text.splitlines())
 
 

@@ -1,4 +1,4 @@
-"""handoff.py and extract.py (egg-extract): hits become a handoff text within a budget.
+"""reuse/render.py and stages/extract.py (egg-extract): hits become a handoff text within a budget.
 
 Requirements: `{"handoff":{"text":...,"keys":[...],"omitted":[...]}}` holding the prior
 request, its outcome and the matching tool outcomes, framed as evidence; for any budget

@@ -1,4 +1,4 @@
-"""reuse.py: discover() turns intrinsic matches into one checked plan per inquiry.
+"""reuse/plan.py: discover() turns intrinsic matches into one checked plan per inquiry.
 
 Laws (hypothesis over corpora of compiled turns whose commands come from a small shell
 vocabulary, and inquiries that are proposed calls or prompts):
@@ -17,7 +17,7 @@ vocabulary, and inquiries that are proposed calls or prompts):
 9. PostToolUse evidence only trims the handover, never the plan.
 
 Root-turn matches may still propose a union (a respelled request must reach the prior
-turn's decomposition, see reuse.py); they only never complete nor block.
+turn's decomposition, see reuse/plan.py); they only never complete nor block.
 
 Then the concrete cases, under this project's rules (the module docstrings), not the
 reference's where they differ, and regressions for bugs these tests found.

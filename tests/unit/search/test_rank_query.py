@@ -1,4 +1,4 @@
-"""rank.py (BM25) and query.py (egg-query): lexical retrieval of prior turns.
+"""rank.py (BM25) and search/searcher.py (egg-query): lexical retrieval of prior turns.
 
 Requirements: egg-query reads `{"query":{"text":...}}` lines and writes one
 `{"hits":[...]}` line per query line (a malformed line gets `{"hits":[],"error":...}`

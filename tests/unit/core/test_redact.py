@@ -34,8 +34,8 @@ from eggshell.runtime.journal import Journal
 from eggshell.core.redact import redact_payload, redact_text, rules
 from helpers import wait_for
 from helpers.canaries import canaries
-from test_hook import Env
-from test_manager import ManagedEnv, checkout  # noqa: F401 - the module fixture copies bin/ and lib/
+from helpers.hook_env import Env
+from helpers.managed import ManagedEnv, checkout  # noqa: F401 - the module fixture copies bin/ and lib/
 
 CANARIES = canaries()
 

@@ -47,8 +47,8 @@ from eggshell.runtime.journal import Journal
 from eggshell.paths import Paths, private_dir
 from eggshell.search.matcher import PROVIDER_DEADLINE_S
 from helpers import alive, wait_for
-from test_manager import (RG, RG_ANSWER, RG_OUT, SLACK, WAIT, ManagedEnv, checkout, denial, env, pre_tool, provider_child,  # noqa: F401 (fixtures)
-                          stall_provider)
+from helpers.managed import (RG, RG_ANSWER, RG_OUT, SLACK, WAIT, ManagedEnv, checkout, denial, env, pre_tool,  # noqa: F401 (fixtures)
+                             provider_child, stall_provider)
 
 NOBODY = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
 INJECTED = "INJECTED BY ANOTHER USER"
@@ -525,7 +525,7 @@ def test_a_tool_event_is_answered_while_the_main_worker_is_stuck_in_a_search(env
 def test_the_tool_worker_never_answers_from_a_workspace_its_store_has_moved_past(tmp_path):
     """Another process's commit, or the file removed: the main worker reads the store first."""
     from eggshell.runtime.warm import Grown, NotGrown, Resources
-    from test_hook import Env
+    from helpers.hook_env import Env
 
     e = Env(tmp_path)
     e.write_config('mode = "lexical"\n')

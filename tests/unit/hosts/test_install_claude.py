@@ -14,7 +14,7 @@ import pytest
 
 from eggshell.cli import main as cli
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import REPO  # noqa: E402
 BIN = os.path.join(REPO, "bin")
 HOOK_CMD = "%s claude" % os.path.join(BIN, "egg-hook")
 EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PreCompact", "PostCompact",

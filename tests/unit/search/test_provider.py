@@ -18,7 +18,7 @@ import pytest
 
 from eggshell.search.provider import ProviderClient, ProviderResult, clean_related
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import REPO  # noqa: E402
 FAKES = os.path.join(REPO, "tests", "fixtures", "providers")
 DEADLINE = 1.0
 SLACK = 3.0  # generous: this runs on small, busy machines

@@ -1,4 +1,4 @@
-"""hook.py and hooks/codex.py (egg-hook codex): record turns, hand prior work back, fail open.
+"""stages/hook.py and runtime/turnflow.py (egg-hook codex): record turns, hand prior work back, fail open.
 
 Requirements: always exit 0 with exactly one JSON object on stdout (malformed or
 non-object JSON, missing hook_event_name, unknown event, missing session_id, an
@@ -29,112 +29,14 @@ from eggshell.paths import PROJECT_CONFIG, Paths
 from eggshell.graph.records import turn_views
 from eggshell.graph.store import Store
 from helpers import listing, read_bytes, real_venv
+from helpers.hook_env import EGG_HOOK, LATE_FEE_ANSWER, Env, damage, one_json_object, record_late_fee  # noqa: F401 - EGG_HOOK for the process tests
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EGG_HOOK = os.path.join(REPO, "bin", "egg-hook")
-
-
-class Env:
-    """An isolated prefix (with the real venv linked in), data root, Codex home and project."""
-
-    def __init__(self, tmp):
-        self.tmp = tmp
-        self.prefix = str(tmp / "prefix")
-        self.data = str(tmp / "data")
-        self.project = str(tmp / "proj")
-        os.makedirs(self.project)
-        self.paths = Paths(self.prefix, self.data, os.path.join(self.prefix, "config", "eggshell", "config.toml"),
-                           str(tmp / "codex"), os.path.join(REPO, "bin"))
-        self.write_config()
-
-    @property
-    def egg(self) -> str:
-        return os.path.join(self.project, ".eggs", "work.egg")
-
-    @property
-    def log(self) -> str:
-        return self.paths.log_file
-
-    def write_config(self, text: str = config.PROJECT_TEMPLATE, project: str | None = None) -> None:
-        with open(os.path.join(project or self.project, PROJECT_CONFIG), "w", encoding="utf-8") as f:
-            f.write(text)
-
-    def log_text(self) -> str:
-        return open(self.log, encoding="utf-8").read() if os.path.exists(self.log) else ""
-
-    def respond(self, payload, host: str = "codex") -> dict:
-        """egg-hook HOST's answer to one payload (helpers.hooks.answer_here: the production path)."""
-        return answer_here(host, payload, self.paths)
-
-    def proc_env(self) -> dict:
-        link = os.path.join(self.prefix, "share", "eggshell", "venv")
-        if not os.path.exists(link):
-            os.makedirs(os.path.dirname(link), exist_ok=True)
-            os.symlink(real_venv(), link)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("EGGSHELL_", "CODEX_"))}
-        # The hook process answers and saves by itself here; test_manager.py covers the warm manager.
-        env.update(EGGSHELL_PREFIX=self.prefix, EGGSHELL_DATA_ROOT=self.data, CODEX_HOME=self.paths.codex_home, EGGSHELL_MANAGER="off")
-        return env
-
-    def run_bin(self, stdin: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([EGG_HOOK, *(args or ("codex",))], input=stdin, capture_output=True, text=True,
-                              env=env or self.proc_env(), cwd=self.project, timeout=30)
-
-    # payload builders (Codex's shapes, see tests/e2e/README.md)
-    def ev(self, event: str, session: str = "sess-1", **kw) -> dict:
-        return {"hook_event_name": event, "session_id": session, "cwd": self.project, "transcript_path": "/dev/null",
-                "model": "m", **kw}
-
-    def prompt(self, text: str, turn: str = "turn-1", **kw) -> dict:
-        return self.ev("UserPromptSubmit", turn_id=turn, prompt=text, **kw)
-
-    def tool(self, command: str, output, turn: str | None = "turn-1", use: str = "call-1", **kw) -> dict:
-        p = self.ev("PostToolUse", tool_name="Bash", tool_input={"command": command}, tool_response=output, tool_use_id=use, **kw)
-        if turn is not None:
-            p["turn_id"] = turn
-        return p
-
-    def stop(self, answer: str | None, turn: str | None = "turn-1", **kw) -> dict:
-        p = self.ev("Stop", stop_hook_active=False, **kw)
-        if answer is not None:
-            p["last_assistant_message"] = answer
-        if turn is not None:
-            p["turn_id"] = turn
-        return p
-
-    def record_turn(self, prompt, tools, answer, session="sess-0", turn="turn-1") -> None:
-        """A turn of an earlier chat (sess-0): the default chat (sess-1) does not hold it in context."""
-        assert self.respond(self.prompt(prompt, turn, session_id=session)) is not None
-        for i, (cmd, out) in enumerate(tools):
-            assert isinstance(self.respond(self.tool(cmd, out, turn, "call-%s-%d" % (turn, i), session_id=session)), dict)
-        assert self.respond(self.stop(answer, turn, session_id=session)) == {}
-
-    def views(self):
-        return turn_views(Store.open(self.egg).graph)
+from helpers import REPO  # noqa: E402
 
 
 @pytest.fixture
 def env(tmp_path):
     return Env(tmp_path)
-
-
-LATE_FEE_ANSWER = "late_fee is computed in src/billing.py, line 42"
-
-
-def record_late_fee(env: Env) -> None:
-    env.record_turn("where is late_fee computed?", [("grep -rn late_fee src/", "src/billing.py:42: def late_fee(days):\n")],
-                    LATE_FEE_ANSWER)
-
-
-def damage(path: str) -> bytes:
-    """Alter one node line in the middle (its id no longer matches); returns the damaged bytes."""
-    lines = read_bytes(path).splitlines(keepends=True)
-    i = next(i for i, ln in enumerate(lines) if b'"text":"' in ln)
-    lines[i] = lines[i].replace(b'"text":"', b'"text":"tampered ', 1)
-    data = b"".join(lines)
-    with open(path, "wb") as f:
-        f.write(data)
-    return data
 
 
 # -- recording a turn ------------------------------------------------------------------------
@@ -479,7 +381,20 @@ def test_damaged_store_is_not_changed_and_the_error_is_logged(env):
     assert os.stat(env.log).st_mode & 0o777 == 0o600
 
 
-def test_unknown_host_fails_open(env, monkeypatch, capsys):
+@pytest.fixture
+def as_a_hook_process():
+    """egg-hook's main sets what a one-event process wants (umask 077, no cyclic gc): undo it after."""
+    import gc
+
+    umask, collecting = os.umask(0o077), gc.isenabled()
+    os.umask(umask)
+    yield
+    os.umask(umask)
+    if collecting:
+        gc.enable()
+
+
+def test_unknown_host_fails_open(env, monkeypatch, capsys, as_a_hook_process):
     monkeypatch.setenv("EGGSHELL_DATA_ROOT", env.data)
     monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(env.ev("SessionStart"))))
     assert hook.main(["gemini"]) == 0
@@ -493,13 +408,6 @@ def test_help_exits_0(capsys):
 
 
 # -- the real process ------------------------------------------------------------------------
-
-
-def one_json_object(stdout: str) -> dict:
-    assert stdout.endswith("\n") and stdout.count("\n") == 1, repr(stdout)
-    obj = json.loads(stdout)
-    assert isinstance(obj, dict)
-    return obj
 
 
 @pytest.mark.parametrize(

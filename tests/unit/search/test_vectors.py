@@ -25,20 +25,7 @@ from hypothesis import strategies as st
 from eggshell.search import vectors
 from eggshell.core.identity import digest
 from eggshell.search.vectors import VectorCache, committed_segments, model_key, sweep_orphans, window_key
-
-DIM = 8
-MODEL = "test-model (int8)"
-
-
-def vec_for(text: str, salt: str = "") -> np.ndarray:
-    """A deterministic unit float32 vector per text, so any process can check any row."""
-    seed = int.from_bytes(digest("test.vec", salt, text.encode("utf-8", "surrogatepass"))[:8], "big")
-    v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
-    return v / np.linalg.norm(v)
-
-
-def vecs_for(texts, salt: str = "") -> np.ndarray:
-    return np.stack([vec_for(t, salt) for t in texts]) if texts else np.zeros((0, DIM), np.float32)
+from helpers.vectors import DIM, MODEL, vec_for, vecs_for
 
 
 def cache(root, model: str = MODEL, dim: int = DIM, log=None) -> VectorCache:

@@ -20,8 +20,9 @@ from eggshell.reuse.engine import Inquiry
 from eggshell.graph.store import Store
 from eggshell.graph.turns import work_text
 from helpers.reuse import bash
-from test_hook import Env  # noqa: F401 - the same isolated environment as the hook tests
+from helpers.hook_env import Env  # noqa: F401 - the same isolated environment as the hook tests
 import pytest
+from helpers.hook_env import denied, pre
 
 RG = "rg -n parse_config src"
 RG_OUT = "src/config.py:1:def parse_config(path):\nsrc/app.py:7:    cfg = parse_config(p)\n"
@@ -44,17 +45,6 @@ def env(tmp_path):
     e.record_turn("where is parse_config defined?", [(RG, RG_OUT), ("pytest -q tests/test_config.py", "3 passed\n")],
                   "parse_config is in src/config.py:1; the tests pass", session="chat-1", turn="t1")
     return e
-
-
-def pre(env: Env, command: str, session: str = "chat-2", turn: str = "u1", tool: str = "Bash", tool_input=None) -> dict:
-    env.respond(env.prompt("add type hints to the reader", turn=turn, session_id=session))
-    return env.respond(env.ev("PreToolUse", session=session, turn_id=turn, tool_name=tool,
-                              tool_input=tool_input if tool_input is not None else {"command": command}, tool_use_id="c-" + command))
-
-
-def denied(reply: dict) -> str | None:
-    out = reply.get("hookSpecificOutput", {})
-    return out.get("permissionDecisionReason") if out.get("permissionDecision") == "deny" else None
 
 
 def test_a_covered_call_is_denied_with_the_prior_outcome(env):

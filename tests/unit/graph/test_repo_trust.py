@@ -20,7 +20,7 @@ import pytest
 from eggshell.paths import PROJECT_CONFIG
 from helpers import real_venv
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from helpers import REPO  # noqa: E402
 BIN = os.path.join(REPO, "bin")
 SESSION = "thread-trust-1"
 # What the turn must not leak: plain text (a key would be redacted at capture, which would

@@ -42,7 +42,7 @@ from helpers.hooks import answer_here
 from eggshell.stages import hook
 from eggshell.runtime.journal import Journal
 from helpers import read_bytes, real_venv
-from test_hook import EGG_HOOK, Env, one_json_object
+from helpers.hook_env import EGG_HOOK, Env, one_json_object
 
 
 @pytest.fixture
@@ -460,7 +460,7 @@ def test_a_50mb_tool_output_is_stored_cut_with_a_mark_and_answered_in_budget(env
 def test_a_10mb_prompt_is_stored_as_its_scanned_head_and_tail_and_matched_by_them(env):
     from eggshell.core.redact import SCAN_CAP
 
-    from test_hook import LATE_FEE_ANSWER, record_late_fee
+    from helpers.hook_env import LATE_FEE_ANSWER, record_late_fee
 
     record_late_fee(env)
     prompt = "here is the whole log:\n" + "noise line of an unrelated log\n" * 330_000 + "where is late_fee computed?"
@@ -474,7 +474,7 @@ def test_a_10mb_prompt_is_stored_as_its_scanned_head_and_tail_and_matched_by_the
 
 
 def test_a_store_with_a_2gb_sparse_tail_still_answers_in_little_memory(env):
-    from test_hook import LATE_FEE_ANSWER, record_late_fee
+    from helpers.hook_env import LATE_FEE_ANSWER, record_late_fee
 
     record_late_fee(env)
     with open(env.egg, "r+b") as f:
