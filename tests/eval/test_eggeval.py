@@ -1,6 +1,6 @@
 """tests/eval/eggeval.py (the evaluation tool): metrics, the LoCoMo evidence parser, loaders and a lexical run on tiny files.
 
-Nothing here reads ../shared/data or loads the embedding model.
+Nothing here reads the public data sets or loads the embedding model.
 """
 
 from __future__ import annotations

@@ -65,11 +65,6 @@ def run(provider: Provider, lines: IO[str], out: IO[str], trace: str | None = No
     return 0
 
 
-def related(query: str, candidates: list[dict], top_k: int = DEFAULT_TOP_K) -> list[int]:
-    """Lexical indices of the candidates that match the query, best first (no model)."""
-    return Provider(Settings(mode="lexical", top_k=top_k)).rank(query, [c["text"] for c in candidates]).selected
-
-
 def main(argv: list[str]) -> int:
     from eggshell.paths import from_env
 

@@ -58,7 +58,8 @@ def test_top_k_caps_the_reply():
 @given(texts=st.lists(st.text(max_size=40), max_size=12), query=st.text(max_size=30), k=st.integers(1, 5))
 def test_related_indices_are_unique_in_range_and_at_most_top_k(texts, query, k):
     cands = [{"id": str(i), "text": t} for i, t in enumerate(texts)]
-    rel = index.related(query, cands, k)
+    (reply,) = index.step_of(Provider(Settings(mode="lexical", top_k=k)))({"query": {"text": query}, "candidates": cands})
+    rel = reply["related"]
     assert len(rel) == len(set(rel)) <= k
     assert all(0 <= i < len(cands) for i in rel)
 
@@ -71,7 +72,7 @@ def test_the_executable_speaks_the_protocol_and_exits_0_at_eof():
     assert [json.loads(l)["related"] for l in p.stdout.splitlines()] == [[1, 2]]
 
 
-# -- the reference's golden cases (reference-search.md §9.2), under our rules ------------------------------
+# -- golden cases of the search rules (the published reference design's examples, under our rules) --------
 
 C8 = [
     "Network driver documentation and packet routing.",
