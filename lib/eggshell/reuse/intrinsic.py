@@ -276,6 +276,20 @@ class Match:
     retrieved: bool = False
     redacted: bool = False  # the prior call's Work or outcome holds a redaction marker (Candidate.redacted)
 
+    @classmethod
+    def whole_call(cls, demand: Value, ci: int, whole: Pattern, cur: Pattern, cand: "Candidate") -> "Match":
+        """The current call is the prior one, whole (the same canonical Work): every gate open but the tool's own."""
+        return cls(demand, ci, whole, cur, pin=True, din=True, pin_weight=1.0, din_weight=1.0, past_identity=1.0, anchored=True,
+                   reads=True, additive=True, new_options=False, past_frag=cand.work, cur_frag=demand, grounded=None, tool=cand.tool,
+                   redacted=cand.redacted)
+
+    @classmethod
+    def nomination(cls, inquiry: Value, ci: int, past: Pattern, cur: Pattern, cand: "Candidate") -> "Match":
+        """What retrieval nominated, as an advisory match: it never completes and never unifies."""
+        return cls(inquiry, ci, past, cur, pin=False, din=False, pin_weight=0.0, din_weight=0.0, past_identity=0.0, anchored=False,
+                   reads=False, additive=False, new_options=False, past_frag=cand.work, cur_frag=inquiry, grounded=None, tool=cand.tool,
+                   retrieved=True)
+
     @property
     def completed(self) -> bool:
         """The forward reusable-work gate (see the module docstring).
@@ -419,8 +433,7 @@ def identity_match(corpus: Corpus, demand: Atom, ci: int) -> Match:
     cand = corpus.candidates[ci]
     cur, past = patterns_of(demand)[0], cand.patterns[0]
     whole = Pattern(past.text, cand.work, True, past.lg, past.framing)
-    return Match(demand, ci, whole, cur, True, True, 1.0, 1.0, 1.0, True, True, True, False, cand.work, demand, None, cand.tool,
-                 redacted=cand.redacted)
+    return Match.whole_call(demand, ci, whole, cur, cand)
 
 
 def projection_outcome(corpus: Corpus, m: Match) -> Atom:

@@ -60,8 +60,7 @@ def _retrieved(corpus: Corpus, inquiry: Atom, ci: int) -> Match:
     cand = corpus.candidates[ci]
     cur = patterns_of(inquiry)[0]
     past = cand.patterns[0]
-    return Match(inquiry, ci, past, cur, False, False, 0.0, 0.0, 0.0, False, False, False, False, cand.work, inquiry, None, cand.tool,
-                 retrieved=True)
+    return Match.nomination(inquiry, ci, past, cur, cand)
 
 
 def alls_by_parent(alls: Iterable[Apply]) -> dict[Value, list[Apply]]:
