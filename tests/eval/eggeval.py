@@ -671,16 +671,16 @@ class NewChat:
         """(the handoff, the fused hits) the prompt hook gives a new chat sending `text`."""
         from eggshell.config import Selection
         from eggshell.hosts.codex import HOST as CODEX
-        from eggshell.runtime import turnflow as codex
+        from eggshell.runtime import turnflow
 
         read = self.reads(drop)
         self.asked += 1
         session, turn = "eval-new-chat-%d" % self.asked, "1"
         sel = Selection("work", True, read, read[0], self.cfg.selection().handoff_chars, self.cfg.local_union)
-        st = codex.Step("UserPromptSubmit", session, turn, self.project, sel.to_json(), self.config_file, True)
+        st = turnflow.Step("UserPromptSubmit", session, turn, self.project, sel.to_json(), self.config_file, True)
         payload = {"hook_event_name": "UserPromptSubmit", "session_id": session, "turn_id": turn, "cwd": self.project, "prompt": text}
-        handed = codex.answer(payload, st, self.paths, self.res, None, CODEX.context_cap).get("context") or ""
-        hits = self.res.searcher(self.cfg, read).search(codex.inquiry_of(text), self.cfg.top_k, self.cfg.min_coverage)
+        handed = turnflow.answer(payload, st, self.paths, self.res, None, CODEX.context_cap).get("context") or ""
+        hits = self.res.searcher(self.cfg, read).search(turnflow.inquiry_of(text), self.cfg.top_k, self.cfg.min_coverage)
         return handed, hits
 
     def last_trace(self) -> dict:

@@ -564,9 +564,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, fn, text in (("install", cmd_install, "register Eggshell's hooks with a host"), ("uninstall", cmd_uninstall, "remove Eggshell's hooks from a host, keeping all others")):
         s = sub.add_parser(name, help=text)
         s.add_argument("host", choices=registry.NAMES, help="the agent host")
-        s.add_argument("--codex-home", metavar="DIR", help="codex: Codex's home (default: $CODEX_HOME or ~/.codex)")
-        s.add_argument("--settings", metavar="PATH",
-                       help="claude: Claude Code's settings file (default: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json)")
+        for h in registry.every():  # each host names its own settings file's option
+            s.add_argument(h.option, metavar=h.option_metavar, help="%s: %s" % (h.name, h.option_help))
         s.set_defaults(fn=fn)
 
     def stores_opt(s):

@@ -278,7 +278,6 @@ class ToolOccurrence(NamedTuple):
     session: str
     turn: str
     use_id: str
-    observed: str | None  # the canonical JSON after OBSERVED_MARK, when the call's inputs were fingerprinted
 
 
 def tool_occurrence(edge: Value) -> ToolOccurrence | None:
@@ -289,7 +288,5 @@ def tool_occurrence(edge: Value) -> ToolOccurrence | None:
     for occ in occurrences(edge):
         a = occ.args
         if len(a) >= 5 and a[0].target == outcome and a[1].target == work:
-            seen = next((t[len(OBSERVED_MARK):] for t in (x.target.as_text() for x in a[5:] if isinstance(x.target, Atom))
-                         if t is not None and t.startswith(OBSERVED_MARK)), None)
-            return ToolOccurrence(readable(a[2].target), readable(a[3].target), readable(a[4].target), seen)
+            return ToolOccurrence(readable(a[2].target), readable(a[3].target), readable(a[4].target))
     return None

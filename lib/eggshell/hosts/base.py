@@ -54,7 +54,9 @@ class Host:
     events: tuple[str, ...] = ()
     tool_events: tuple[str, ...] = ()  # events whose hook groups select tools ("*": every tool)
     turn_keys = ("turn_id",)
-    option = ""  # the `egg install` option that names its settings file
+    option = ""  # the `egg install` option that names its settings file (`settings_file`'s `given`)
+    option_metavar = "PATH"
+    option_help = ""
     required = False  # `egg doctor` fails without its hooks (else it reports them where its file exists)
     doctor_note = ""  # what `egg doctor` reminds the user of
     next_step = ""

@@ -26,6 +26,7 @@ class Claude(Host):
     tool_events = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
     turn_keys = ("turn_id", "prompt_id")
     option = "--settings"
+    option_help = "Claude Code's settings file (default: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json)"
     next_step = ("Other settings and hooks in that file were kept. Next: start a new Claude Code session in a project "
                  "with .eggshell.toml (`egg init`); /hooks in Claude Code lists these hooks.")
 

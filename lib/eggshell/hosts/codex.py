@@ -21,6 +21,8 @@ class Codex(Host):
     chat_env = "CODEX_THREAD_ID"
     events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostCompact", "Stop", "SessionEnd")
     option = "--codex-home"
+    option_metavar = "DIR"
+    option_help = "Codex's home (default: $CODEX_HOME or ~/.codex)"
     required = True  # the host Eggshell is set up for first (README)
     doctor_note = "Codex runs new or changed hooks only once you review and trust them: open /hooks in Codex"
     next_step = "Other hooks in that file were kept. Review and trust the new hooks in Codex with /hooks."

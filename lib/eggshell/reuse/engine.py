@@ -208,7 +208,7 @@ def handoff(ws: Workspace, q: Inquiry, *, standing=None, log: Callable[[str], No
                        q.enforce and deniable(q.text), standing, now, by_parent=ws.by_parent, floor=PROMPT_FLOOR if request else None)
 
 
-def inquiry_of(message: dict, searcher: Searcher, budget: int, *, local_union: bool = True,
+def inquiry_from_hits(message: dict, searcher: Searcher, budget: int, *, local_union: bool = True,
                seen: Callable[[str], tuple[frozenset[str], bool]] | None = None) -> Inquiry:
     """The Inquiry one hits message asks (egg-query's output line, or the prompt hook's own).
 
@@ -236,7 +236,7 @@ def inquiry_of(message: dict, searcher: Searcher, budget: int, *, local_union: b
 
 
 def extract(searcher: Searcher, message: dict, budget: int = DEFAULT_BUDGET, standing=None) -> PlanHandoff:
-    """egg-extract on one hits message (see inquiry_of), with the stores its searcher reads.
+    """egg-extract on one hits message (see inquiry_from_hits), with the stores its searcher reads.
 
     `standing` (standing.Judge) says how each prior outcome stands now; by default its
     recorded inputs are checked in the project of the current directory and its origin in
@@ -257,7 +257,7 @@ def extract(searcher: Searcher, message: dict, budget: int = DEFAULT_BUDGET, sta
         state = Deliveries(paths.state_dir, chat).load()
         return state.delivered, state.after_compaction
 
-    q = inquiry_of(message, searcher, budget, seen=seen)
+    q = inquiry_from_hits(message, searcher, budget, seen=seen)
     return handoff(ws, q, standing=standing or judge_here(os.getcwd() if q.enforce else None, ws, ledger))
 
 

@@ -41,9 +41,9 @@ def _parse(raw: str, paths: _paths.Paths, host):
         why = "payload is not valid JSON (%s)" % e
     kept = None
     try:
-        from eggshell.runtime import turnflow as codex
+        from eggshell.runtime import turnflow
 
-        kept = codex.quarantine_raw(raw, host.raw_event(raw), paths, why)  # a recorded turn's event: keep it for the user
+        kept = turnflow.quarantine_raw(raw, host.raw_event(raw), paths, why)  # a recorded turn's event: keep it for the user
     except Exception as q:
         log_failure(paths, "quarantine", q)
     if kept:
@@ -128,11 +128,11 @@ def managed(host, raw: str, paths: _paths.Paths, deadline_from: float, res=None,
     import time
 
     from eggshell.runtime import client
-    from eggshell.runtime import turnflow as codex
+    from eggshell.runtime import turnflow
 
     event = "?"
     try:
-        payload = codex.admit(host.event(_parse(raw, paths, host)))
+        payload = turnflow.admit(host.event(_parse(raw, paths, host)))
         event = _event_of(payload)
         env = os.environ if env is None else env
         deadline = deadline_from + budget_s(event, env)
@@ -143,7 +143,7 @@ def managed(host, raw: str, paths: _paths.Paths, deadline_from: float, res=None,
             return {}, None
         if note is not None:
             log_failure(paths, "data root", RuntimeError(note))
-        st = codex.record(payload, paths)
+        st = turnflow.record(payload, paths)
         if st is None:
             return {}, None
         use_manager = env.get("EGGSHELL_MANAGER", "on") != "off"
@@ -179,7 +179,7 @@ def managed(host, raw: str, paths: _paths.Paths, deadline_from: float, res=None,
             return {}, None
         if start:
             client.spawn(paths.data_root)
-        return _cold(host, payload, st, paths, deadline, settle=not use_manager and st.event in codex.SEALING, res=res)
+        return _cold(host, payload, st, paths, deadline, settle=not use_manager and st.event in turnflow.SEALING, res=res)
     except Exception as e:  # fail open: the agent goes on without memory
         _failed(paths, event, e)
         return {}, None
@@ -190,16 +190,16 @@ def _cold(host, payload: dict, st, paths: _paths.Paths, deadline: float, settle:
     import threading
     import time
 
-    from eggshell.runtime import turnflow as codex
+    from eggshell.runtime import turnflow
     from eggshell.runtime.warm import Resources
 
     effects: list = []
     box: dict = {}
-    res = res or Resources(paths.data_root, paths.bin_dir, warm=False, log=codex._log(paths))
+    res = res or Resources(paths.data_root, paths.bin_dir, warm=False, log=turnflow._log(paths))
 
     def work() -> None:
         try:
-            box["reply"] = host.reply(st.event, codex.answer(payload, st, paths, res, effects, host.context_cap))
+            box["reply"] = host.reply(st.event, turnflow.answer(payload, st, paths, res, effects, host.context_cap))
             ujson.dumps(box["reply"])
         except Exception as e:
             box["error"] = e
@@ -218,7 +218,7 @@ def _cold(host, payload: dict, st, paths: _paths.Paths, deadline: float, settle:
         run_effects(effects, paths)
         if settle:
             try:
-                codex.settle_here(paths, st, res)  # no manager will: save the sealed turn now
+                turnflow.settle_here(paths, st, res)  # no manager will: save the sealed turn now
             except Exception as e:  # the turn stays journaled for the next save
                 log_failure(paths, st.event, e)
 

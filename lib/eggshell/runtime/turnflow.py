@@ -365,7 +365,7 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
         return _context(h.text)
 
     if st.event == "UserPromptSubmit":
-        from eggshell.reuse.engine import inquiry_of as engine_inquiry
+        from eggshell.reuse.engine import inquiry_from_hits
         from eggshell.search.searcher import hits_message
 
         cfg = _load_config(paths, st.cwd, st.config_file)  # how to rank (the stores are the turn's own)
@@ -376,7 +376,7 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
         # share terms with it; the engine adds what intrinsic matching proves and renders it all.
         message = {"query": {"text": inquiry_of(_need_str(payload, "prompt")), "chat": st.session, "turn": st.turn}}
         found = hits_message(searcher, message, cfg.top_k, cfg.min_coverage)
-        q = engine_inquiry(found, searcher, budget, local_union=local_union)
+        q = inquiry_from_hits(found, searcher, budget, local_union=local_union)
         hits = [x for x in found["hits"] if x["session"] != st.session or x["turn"] != st.turn]
         h = _reuse(paths, res, read, q, effects, hits=hits, standing=_judge(paths, res, journal, st, None))
         return _context(h.text)

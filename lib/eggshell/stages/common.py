@@ -49,19 +49,22 @@ def loop(prog: str, step: Step, lines: IO[str], out: IO[str], name: str = "<stdi
     """
     bad = 0
     for n, obj in read_ndjson(lines, name):
-        try:
-            if isinstance(obj, InputError):
-                raise Refused(str(obj).partition(": ")[2] if str(obj).startswith("%s:%d: " % (name, n)) else str(obj))
-            replies = list(step(obj))
-        except Refused as e:
-            why = "%s:%d: %s" % (name, n, e)
-            warn(prog, why + (note if e.bad else ""))
-            if refusal is not None and e.bad:
+        if isinstance(obj, InputError):  # not JSON: it names its input and line already
+            why, counts = str(obj), True
+        else:
+            try:
+                replies = list(step(obj))  # all of it or none: a refusal never follows half an answer
+            except Refused as e:
+                why, counts = "%s:%d: %s" % (name, n, e), e.bad
+            else:
+                for r in replies:
+                    write(r, out)
+                continue
+        warn(prog, why + (note if counts else ""))
+        if counts:
+            bad += 1
+            if refusal is not None:
                 write(refusal(why), out)
-            bad += e.bad
-            continue
-        for r in replies:
-            write(r, out)
     return bad
 
 

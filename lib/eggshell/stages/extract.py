@@ -7,7 +7,7 @@ intrinsic matching of the request against every stored Work, and writes one
 may also be a proposed tool call, `{"query":{"tool":{"name":...,"input":...}}}`: then
 `deny` says whether completed prior work covers it (what the PreToolUse hook enforces).
 No match, or nothing that fits, gives an empty text. The stage writes no chat state; a
-query naming a chat is answered with what that chat was given before (reuse/engine.inquiry_of).
+query naming a chat is answered with what that chat was given before (reuse/engine.inquiry_from_hits).
 """
 
 from __future__ import annotations
