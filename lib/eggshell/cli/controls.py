@@ -259,8 +259,8 @@ def _storable(j: Journaled | None, what: str) -> dict:
 
 @_control
 def cmd_keep(a, paths: Paths, env: Mapping[str, str]) -> int:
+    from eggshell.graph.commitindex import AppendStore
     from eggshell.graph.save import save_turn
-    from eggshell.graph.store import Store
     from eggshell.graph.turns import TurnError
 
     session = _need_chat(a, env)
@@ -272,8 +272,7 @@ def cmd_keep(a, paths: Paths, env: Mapping[str, str]) -> int:
         raise _fail("turn %s was dropped (`egg drop`); it is not kept" % _short(j.turn))
     path, root = _target(a, paths, env, j)
     try:
-        store = Store.open(path)
-        store.data_root = paths.data_root  # vouched for in this data root's trust ledger
+        store = AppendStore.open(path, paths.data_root)  # vouched for in this data root's trust ledger
         saved = save_turn(store, record, root)
     except TurnError as e:
         raise _fail("turn %s cannot be saved: %s" % (_short(j.turn), e)) from None

@@ -367,6 +367,7 @@ def cmd_compact(a, paths: Paths) -> int:
 
 def _purge(path: str, paths: Paths) -> None:
     """Compact without forgotten content, after removing its copies from the data root (under the store's lock)."""
+    from eggshell.graph import commitindex
     from eggshell.runtime import forget
 
     done: list = []
@@ -376,6 +377,7 @@ def _purge(path: str, paths: Paths) -> None:
         gone = forget.Forgotten.of([g])
         done.append(forget.purge_data_root(paths, gone, lambda m: print("egg compact: %s" % m, file=sys.stderr)))
         forget.remove_leftovers(path)
+        commitindex.drop(paths.data_root, path)  # it holds ids of what is purged
 
     from eggshell.runtime.chat import ChatBusy
 

@@ -439,9 +439,14 @@ class Store:
         first = self.graph.lines + 1
         lines = data[:end].split(b"\n")[:-1]
         count = self.graph.ingest(zip(range(first, first + len(lines)), lines))
+        start = self._offset
         self._offset += end
         self._sig = (self._sig + data[:end])[-256:]
+        self._took(start, data[:end])
         return count
+
+    def _took(self, start: int, data: bytes) -> None:
+        """Called with the complete lines just read and validated (an AppendStore indexes them)."""
 
     # -- writing -------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from typing import IO
 
+from eggshell.graph.commitindex import AppendStore
 from eggshell.graph.save import save_turn
 from eggshell.graph.store import EggError, Store
 from eggshell.graph.turns import TurnError
@@ -57,7 +58,7 @@ earlier and later lines are still saved); 2 usage or store error.""",
     p.add_argument("input", nargs="?", metavar="FILE", help="read turn records from FILE instead of stdin")
     a = p.parse_args(argv)
     try:
-        store = Store.open(a.egg)
+        store = AppendStore.open(a.egg)  # reads only what its index has not seen: cost flat in the file's size
         if a.input:
             with open(a.input, encoding="utf-8") as f:
                 bad = run(store, f, sys.stdout, a.root, a.input)
