@@ -72,11 +72,15 @@ test-tools: $(PY) $(WHEELS)/.stamp
 	fi
 
 # Both suites always run; the target fails if either does (pytest's exit 5, no tests, included).
+# onnxruntime writes a telemetry device id under ~/.cache/Microsoft when imported without
+# ORT_DISABLE_TELEMETRY: if that directory appears during the run, something let it through.
 test: test-tools
-	@rc_py=0; rc_bats=0; \
+	@rc_py=0; rc_bats=0; ms="$${XDG_CACHE_HOME:-$$HOME/.cache}/Microsoft"; had=0; [ ! -e "$$ms" ] || had=1; \
 	echo "== pytest tests/"; $(OFFLINE) $(PY) -m pytest tests || rc_py=$$?; \
 	echo "== bats tests/bats"; $(OFFLINE) bats tests/bats || rc_bats=$$?; \
 	echo "== make test: pytest exit $$rc_py, bats exit $$rc_bats"; \
+	if [ $$had -eq 0 ] && [ -e "$$ms" ]; then \
+	  echo "make test: FAILED: $$ms appeared during the tests (onnxruntime ran without ORT_DISABLE_TELEMETRY)" >&2; rc_py=1; fi; \
 	[ $$rc_py -eq 0 ] && [ $$rc_bats -eq 0 ]
 
 pytest: test-tools

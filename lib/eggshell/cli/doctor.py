@@ -313,7 +313,7 @@ def check_telemetry_leftover(c: Checkup) -> tuple[str, str] | None:
     if not os.path.isdir(d):
         return None
     return "note", ("%s exists: onnxruntime telemetry (a device id, an event store) written by another program or an "
-                    "Eggshell before 1 Dec 2026; Eggshell runs with it off (ORT_DISABLE_TELEMETRY=1): delete it" % d)
+                    "Eggshell before 2 Dec 2026 (its install.sh); Eggshell runs with it off (ORT_DISABLE_TELEMETRY=1): delete it" % d)
 
 
 DOCTOR_CHECKS: tuple[Callable[[Checkup], tuple[str, str] | None], ...] = (
