@@ -193,13 +193,6 @@ class Block:
     listing: str  # its entry in the "not shown" list: a frame line with its key, then a quoted line
 
 
-@dataclass(frozen=True, slots=True)
-class Handoff:
-    text: str
-    keys: tuple[str, ...]  # keys whose evidence is shown in full
-    omitted: tuple[str, ...]  # keys listed but not shown (over budget)
-
-
 def _one_line(s: str, n: int = PREVIEW) -> str:
     s = " ".join(s.split())
     return s if len(s) <= n else s[: n - 1] + "…"
@@ -218,17 +211,17 @@ def call_text(work: str) -> str:
     return cmd if name.casefold() in SHELL_TOOLS or not name else "%s %s" % (name, cmd)
 
 
-def request_block(key: str, prompt: str, answer: str | None, did: str | None, when: str = "", changed: tuple[str, ...] = ()) -> Block:
+def request_block(key: str, prompt: str, answer: str, did: str | None, when: str = "", changed: tuple[str, ...] = ()) -> Block:
     """A prior turn: its request and its answer, whether it changed files, and which files it
-    read have changed since (`changed`: its answer may no longer hold)."""
+    read have changed since (`changed`: its answer may no longer hold). An interrupted turn
+    has no answer Outcome, so its request is never prior work; only its calls are."""
     head = "[%s] Request%s" % (key, ", " + when if when else "")
-    notes = ["interrupted before an answer" if answer is None else DID[did] if did else ""]
+    notes = [DID[did]] if did else []
     if changed:
         notes.append("files it read have changed since: %s" % ", ".join(plain(p) for p in changed))
-    notes = [n for n in notes if n]
     if notes:
         head += " (%s)" % "; ".join(notes)
-    text = _frame(head + ":") + quote(REQUEST, prompt) + (quote(TEXT, answer) if answer is not None else "")
+    text = _frame(head + ":") + quote(REQUEST, prompt) + quote(TEXT, answer)
     return Block(key, text, _listing(key, "request", REQUEST, prompt))
 
 
@@ -276,30 +269,11 @@ def nominate(request: str, hits) -> list[str]:
     return [i for _, _, i in sorted(ranked)]
 
 
-def turn_blocks(view: TurnView, request: str, now: float | None = None) -> list[Block]:
-    """The core block of a turn (its request and answer), then its relevant tool evidence."""
-    when = age(view.time, time.time() if now is None else now) or ""
-    blocks = [request_block(view.key, view.prompt, view.answer, turn_effect(t.work for t in view.tools), when)]
-    for t in relevant_tools(view, request):
-        blocks.append(call_block(display_key(t.id), t.work, t.outcome))
-    return blocks
-
-
-def _assemble(head: str, shown: list[Block], skipped: list[Block], tail: str = "") -> str:
+def _assemble(head: str, shown: list[Block], skipped: list[Block]) -> str:
     text = head
     for b in shown:
         text += b.text
-    return text + (_not_shown(skipped) if skipped else "") + tail
-
-
-def render(request: str, views: list[TurnView], budget: int = DEFAULT_BUDGET, now: float | None = None) -> Handoff:
-    """The handoff for these turns (best first); empty text when there is nothing to give."""
-    if not views:
-        return Handoff("", (), ())
-    shown, skipped = _fit(HEADER, [b for v in views for b in turn_blocks(v, request, now)], budget)
-    if not shown:
-        return Handoff("", (), ())
-    return Handoff(_assemble(HEADER, shown, skipped), tuple(b.key for b in shown), tuple(b.key for b in skipped))
+    return text + (_not_shown(skipped) if skipped else "")
 
 
 # -- the reuse engine's handoff (a Plan from reuse.py) ---------------------------------
@@ -544,13 +518,13 @@ def _not_shown(skipped: list[Block]) -> str:
     return _OMIT_HEAD + "".join(b.listing for b in skipped)
 
 
-def _fit(head: str, blocks: list[Block], budget: int, priority: dict[str, int] | None = None) -> tuple[list[Block], list[Block]]:
+def _fit(head: str, blocks: list[Block], budget: int, priority: dict[str, int]) -> tuple[list[Block], list[Block]]:
     """Admit blocks whole, keeping room to list every block not shown; both lists keep the
     blocks' order. `priority` (key -> rank, lowest first) is the order they are admitted in
-    (the blocks' own order when None): the second turn's request goes in before the best
+    (a key it lacks, after all it has): the second turn's request goes in before the best
     turn's third call, though it is shown after it."""
     fixed = len(head) + len(_OMIT_HEAD)
-    order = sorted(range(len(blocks)), key=lambda i: (priority.get(blocks[i].key, len(priority)), i)) if priority else range(len(blocks))
+    order = sorted(range(len(blocks)), key=lambda i: (priority.get(blocks[i].key, len(priority)), i))
     admitted: set[int] = set()
     used = fixed
     reserve = sum(len(b.listing) for b in blocks)
