@@ -28,6 +28,7 @@ import stat
 import ujson
 
 from eggshell.core.identity import content_hex
+from eggshell.errors import EggshellError
 from eggshell.core.values import Apply, Atom, Ref, ShapeError, Value
 from eggshell.graph import eggfile as ef
 from eggshell.graph.store import EggError, Graph, Store
@@ -52,7 +53,7 @@ def drop(data_root: str, store_path: str) -> None:
             pass
 
 
-class _Partial(Exception):
+class _Partial(EggshellError):
     """An index-backed view was asked for all it holds (a tombstone's replay): read the file in full."""
 
 
