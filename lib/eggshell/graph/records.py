@@ -79,10 +79,13 @@ def turn_views(g: Graph) -> list[TurnView]:
     latest: dict[tuple[str, str], TurnView] = {}
     for rec, when in receipts:
         sess, turn, prompt, answer, owner, cwd, decomposition = rec
-        works = [_text(r.target) for r in decomposition.args[1:-1]] if isinstance(decomposition, Apply) else []
-        tools = tools_by_turn.get((sess, turn), [])
-        ordered = sorted(tools, key=lambda t: works.index(t.work) if t.work in works else len(works))
-        view = TurnView(content_hex(owner), sess, turn, cwd, prompt, answer, tuple(ordered), when, g.path)
+        oid = content_hex(owner)
+        # Roots keep the order they were committed in, which is call order: egg-save announced the
+        # turn's text in that order, so the text rebuilt here is the same bytes (the pre-indexed
+        # vectors are found). An answer identical to its request looks like a native tool Outcome
+        # (output first): it is the owner, never one of its calls.
+        tools = tuple(t for t in tools_by_turn.get((sess, turn), []) if t.id != oid)
+        view = TurnView(oid, sess, turn, cwd, prompt, answer, tools, when, g.path)
         prior = latest.get((sess, turn))
         if prior is None or (prior.answer is None) or (view.answer is not None and when >= prior.time):
             latest[(sess, turn)] = view
@@ -124,8 +127,10 @@ def index_items(views: Iterable[TurnView]) -> list[dict]:
 def view_of_turn(turn, compiled, time: str, store: str) -> TurnView:
     """The TurnView of a turn just compiled, without re-reading the graph."""
     owner = compiled.answer_outcome if compiled.answer_outcome is not None else compiled.decomposition
-    tools = tuple(
-        ToolView(_text(o.args[0].target), _text(o.args[1].target), content_hex(o), call.id)
-        for call, o in zip(turn.tools, compiled.tool_outcomes)
-    )
-    return TurnView(content_hex(owner), turn.session, turn.turn, turn.cwd, turn.prompt, turn.answer, tools, time, store)
+    oid = content_hex(owner)
+    tools: dict[str, ToolView] = {}  # each Outcome once, as the graph holds it (turn_views reads it back)
+    for call, o in zip(turn.tools, compiled.tool_outcomes):
+        h = content_hex(o)
+        if h != oid:
+            tools.setdefault(h, ToolView(_text(o.args[0].target), _text(o.args[1].target), h, call.id))
+    return TurnView(oid, turn.session, turn.turn, turn.cwd, turn.prompt, turn.answer, tuple(tools.values()), time, store)

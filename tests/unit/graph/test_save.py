@@ -21,7 +21,7 @@ from eggshell import paths
 from eggshell.stages import save
 from eggshell.graph.save import save_turn
 from eggshell.core.identity import content_hex
-from eggshell.graph.records import turn_views
+from eggshell.graph.records import searchable_text, turn_views
 from eggshell.graph.store import EggError, Store
 from eggshell.graph.turns import compile_turn, parse_turn
 
@@ -320,3 +320,50 @@ def test_store_errors_during_a_save_propagate_as_egg_errors(egg):
     with pytest.raises(EggError, match=r"work\.egg:\d+: not valid JSON"):
         save_turn(s, turn_record(turn="2"), root="/")
     assert read_bytes(egg) == data
+
+
+# -- what egg-save announces is what every later reader rebuilds ------------------------------
+
+
+def _announced_and_rebuilt(tmp_path, record):
+    egg = str(tmp_path / "w.egg")
+    saved = save_turn(Store.open(egg), record, "/")
+    rebuilt = [{"id": v.id, "text": searchable_text(v)} for v in turn_views(Store.open(egg).graph)]
+    return saved.index, rebuilt
+
+
+def test_a_repeated_call_keeps_its_place(tmp_path):
+    """The same call twice with another between: the announced text (embedded at save time) and
+    the text rebuilt from the store are the same bytes, so the pre-indexed vectors are found."""
+    r = turn_record(turn="rep", prompt="look around", answer="done", tools=[
+        bash("ls", "a.py\nb.py\n", id="u1"), bash("cat a.py", "print(1)\n", id="u2"),
+        bash("ls", "a.py\nb.py\n", id="u3")])
+    announced, rebuilt = _announced_and_rebuilt(tmp_path, r)
+    assert announced == rebuilt
+    assert announced[0]["text"].index("cat a.py") < announced[0]["text"].rindex("\nls\n")
+
+
+def test_an_answer_identical_to_its_request_is_not_a_call(tmp_path):
+    r = turn_record(turn="echo", prompt="say ok", answer="say ok", tools=[bash("echo ok", "ok\n")])
+    announced, rebuilt = _announced_and_rebuilt(tmp_path, r)
+    assert announced == rebuilt
+    (v,) = turn_views(Store.open(str(tmp_path / "w.egg")).graph)
+    assert [t.work for t in v.tools] == ['Bash\n{"command":"echo ok"}']
+
+
+@settings(max_examples=40, deadline=None)
+@given(turn_records())
+def test_announced_text_is_rebuilt_byte_for_byte(record):
+    with tempfile.TemporaryDirectory() as d:
+        egg = os.path.join(d, "w.egg")
+        try:
+            saved = save_turn(Store.open(egg), record, "/")
+        except Exception as e:  # a record the compiler refuses is not this property's concern
+            from eggshell.graph.turns import TurnError
+
+            if isinstance(e, TurnError):
+                return
+            raise
+        views = {v.id: v for v in turn_views(Store.open(egg).graph)}
+        for item in saved.index:
+            assert searchable_text(views[item["id"]]) == item["text"]
