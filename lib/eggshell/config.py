@@ -35,6 +35,10 @@ MAX_ENTRIES = 64  # stores in a `read` list, names under [eggs], profiles: each 
 MAX_FILE_BYTES = 256 << 10  # a config is a few lines; parsing megabytes of TOML costs a hook seconds
 PROJECT_EGG = "project"  # the built-in egg: the `egg` key, inside each project
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")  # typed in `egg use NAME`: no spaces or quoting
+# The one default for how many prior turns a search returns: the hooks, `egg find`, egg-query and
+# egg-index all start from it (search/rank.py takes it from here), so a ranking tried by hand is
+# the one a chat gets. The handoff benchmarks ran at 5 (docs/benchmarks.md).
+DEFAULT_TOP_K = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +113,7 @@ class Config:
     egg: str = ".eggs/work.egg"  # the built-in egg "project", relative to the project root
     read: tuple[str, ...] = ()  # more stores the built-in work/private profiles read, relative to the project root
     handoff_chars: int = 8000
-    top_k: int = 5
+    top_k: int = DEFAULT_TOP_K
     min_coverage: float = 0.2
     mode: str = "hybrid"  # lexical | semantic | hybrid
     semantic_matcher: bool | tuple[str, ...] = True  # True: the built-in provider; False: none; argv: a program
@@ -490,7 +494,7 @@ default = "work"
 # Most characters of prior work handed to the agent per request:
 handoff_chars = 8000
 # Most prior turns considered per request:
-top_k = 5
+top_k = %d
 
 # The stores (.egg files) of this project, by name; paths are relative to this file
 # and must stay inside the project:
@@ -505,4 +509,4 @@ write = "project"
 # Built in, and no file can redefine them:
 #   private: use the memory, record nothing (read-only);
 #   off: no memory at all: nothing read, nothing recorded.
-"""
+""" % DEFAULT_TOP_K

@@ -65,31 +65,46 @@ turn() { # turn TURN PROMPT COMMAND OUTPUT [ANSWER]
   grep -q "'session_id'" "$LOG"
 }
 
-@test "an invalid .eggshell.toml (unknown key): {} and exit 0, the key is named in the log" {
-  printf 'tpo_k = 3\n' >"$PROJ/.eggshell.toml"
-  for ev in SessionStart UserPromptSubmit Stop; do
+@test "an invalid .eggshell.toml (unknown key): SessionStart says OFF, the rest {}, exit 0, the key is named in the log" {
+  printf 'top_k = 3\ntpo_k = 3\n' >"$PROJ/.eggshell.toml"
+  for host in codex claude; do  # both show the user a SessionStart systemMessage
+    hook "$(payload SessionStart '{"source":"startup"}')" "$host"
+    [[ "$(jq -r .systemMessage <<<"$output")" == "Eggshell is OFF for this project: $PROJ/.eggshell.toml line 2: unknown key 'tpo_k' ("* ]]
+    [[ "$(jq -r .systemMessage <<<"$output")" == *"; fix it or run \`egg doctor\`" ]]
+    [ "$(jq -r 'keys | join(",")' <<<"$output")" = systemMessage ]
+  done
+  for ev in UserPromptSubmit Stop; do
     hook "$(payload "$ev" '{"prompt":"where is late_fee?"}')"
     [ "$output" = "{}" ]
   done
   # Stop reads no config: it only seals a journaled turn, and none was journaled
-  [ "$(grep -c "unknown key 'tpo_k'" "$LOG")" -eq 2 ]
+  [ "$(grep -c "unknown key 'tpo_k'" "$LOG")" -eq 3 ]
   [ ! -e "$STORE" ]
 }
 
-@test "an .eggshell.toml that is not TOML: {} and exit 0" {
-  printf 'top_k = [\n' >"$PROJ/.eggshell.toml"
+@test "an .eggshell.toml that is not TOML: SessionStart names its line, the rest {}, exit 0" {
+  printf 'top_k = 3\nmode = = "lexical"\n' >"$PROJ/.eggshell.toml"
+  hook "$(payload SessionStart '{"source":"startup"}')"
+  [[ "$(jq -r .systemMessage <<<"$output")" == "Eggshell is OFF for this project: $PROJ/.eggshell.toml: not valid TOML: "*"(at line 2, column "* ]]
   hook "$(payload UserPromptSubmit '{"prompt":"x"}')"
   [ "$output" = "{}" ]
   grep -q "not valid TOML" "$LOG"
 }
 
-@test "a damaged store: {} and exit 0, Stop leaves its bytes alone, the error is logged" {
+@test "a model that is not installed: SessionStart says prompts are matched lexically only" {
+  printf 'model = "BAAI/bge-small-en-v1.5"\n' >"$PROJ/.eggshell.toml"
+  hook "$(payload SessionStart '{"source":"startup"}')"
+  [ "$(jq -r .systemMessage <<<"$output")" = "Eggshell: recording this project; 0 prior turns in .eggs/work.egg; prompts are matched lexically only (the model BAAI/bge-small-en-v1.5 is not downloaded into $EGGSHELL_PREFIX/share/eggshell/models/fastembed: run \`egg model install BAAI/bge-small-en-v1.5\`, or set mode = \"lexical\")." ]
+  [ ! -e "$LOG" ]
+}
+
+@test "a damaged store: SessionStart says OFF, exit 0, Stop leaves its bytes alone, the error is logged" {
   turn t1 "where is late_fee computed?" "grep -rn late_fee src/" "src/billing.py:42" "in src/billing.py, line 42"
   damage_egg "$STORE"
   cp "$STORE" "$T/damaged.egg"
   turn t2 "where is late_fee computed now?" "grep -rn late_fee lib/" "lib/fees.py:7" "moved to lib/fees.py"
   hook "$(payload SessionStart)"
-  [ "$output" = "{}" ]
+  [[ "$(jq -r .systemMessage <<<"$output")" == "Eggshell is OFF for this project: $STORE:"*"; nothing is handed over from it, "*"\`egg fsck $STORE\` says what is wrong" ]]
   cmp "$STORE" "$T/damaged.egg"
   grep -q "Stop EggError: $STORE:" "$LOG"
   # the uncommitted turn is still journaled

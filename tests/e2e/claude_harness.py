@@ -48,11 +48,6 @@ class ClaudeNotFound(RuntimeError):
     pass
 
 
-def ci() -> bool:
-    """Whether this is CI, where a missing Claude Code is a failure rather than a skip."""
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def find_claude() -> str:
     """Path of ``claude``, or raise :class:`ClaudeNotFound` with the install command."""
     return find_pinned("claude", CLAUDE_ENV_OVERRIDE, "@anthropic-ai/claude-code", PINNED_CLAUDE_VERSION, ClaudeNotFound)

@@ -67,15 +67,23 @@ class CodexNotFound(RuntimeError):
 # Finding Codex
 
 
+def dev_cache() -> Path:
+    """Where `make test-tools` keeps the test tools, outside the checkout: the Makefile's
+    ``$EGGSHELL_DEV_CACHE``, else its default ``${XDG_CACHE_HOME:-~/.cache}/eggshell-dev``."""
+    if os.environ.get("EGGSHELL_DEV_CACHE"):
+        return Path(os.environ["EGGSHELL_DEV_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")) / "eggshell-dev"
+
+
 def find_pinned(name: str, env_var: str, package: str, version: str, not_found: type[Exception]) -> str:
-    """Path of an agent CLI: ``$env_var``, else the pinned install under ``<repo>/.cache/npm``
+    """Path of an agent CLI: ``$env_var``, else the pinned install under ``dev_cache()/npm``
     (`make test-tools`), else ``name`` on PATH; or raise ``not_found`` saying how to install it."""
     override = os.environ.get(env_var)
     if override:
         if os.path.isfile(override) and os.access(override, os.X_OK):
             return override
         raise not_found(f"${env_var}={override!r} is not an executable file")
-    local = REPO_ROOT / ".cache" / "npm" / "node_modules" / ".bin" / name
+    local = dev_cache() / "npm" / "node_modules" / ".bin" / name
     if local.is_file() and os.access(local, os.X_OK):
         return str(local)
     on_path = shutil.which(name)
@@ -84,7 +92,7 @@ def find_pinned(name: str, env_var: str, package: str, version: str, not_found: 
     raise not_found(
         "%s was not found (looked at $%s, %s and PATH). Install the pinned version with:\n"
         "    make test-tools    (or: npm install --prefix %s %s@%s)"
-        % (name, env_var, local, REPO_ROOT / ".cache" / "npm", package, version))
+        % (name, env_var, local, dev_cache() / "npm", package, version))
 
 
 def find_codex() -> str:

@@ -1,15 +1,18 @@
 """Fixtures for end-to-end tests that drive the real Codex CLI and Claude Code (see README.md here).
 
-Every test under tests/e2e gets the ``e2e`` marker. A missing Codex CLI is a test *failure*
-(CI installs it), never a skip. A missing Claude Code is a failure under CI (``$CI`` set) and
-a skip elsewhere, so a checkout without the 370 MB Claude binary can still run the rest.
+Every test under tests/e2e gets the ``e2e`` marker. A missing Codex CLI or Claude Code is a
+test *failure* that says how to install it (`make test-tools`), never a skip: a run without
+one of them must say so, not pass. Leave them out on purpose with ``-m "not e2e"``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -17,8 +20,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from codex_harness import CodexHome, CodexNotFound, codex_version, find_codex  # noqa: E402
-from claude_harness import ClaudeNotFound, ci, find_claude  # noqa: E402
+from codex_harness import CodexHome, CodexNotFound, codex_version, dev_cache, find_codex  # noqa: E402
+from claude_harness import ClaudeNotFound, find_claude  # noqa: E402
 from fake_model_server import FakeModelServer  # noqa: E402
 
 
@@ -34,18 +37,18 @@ def codex_bin() -> str:
     try:
         return find_codex()
     except CodexNotFound as exc:
-        pytest.fail(str(exc), pytrace=False)
+        missing = str(exc)
+    pytest.fail(missing, pytrace=False)  # outside the except: the message alone, not twice
 
 
 @pytest.fixture(scope="session")
 def claude_bin() -> str:
-    """Path of Claude Code; absent, a failure under CI (it installs it) and a skip elsewhere."""
+    """Path of Claude Code; fails the test (not skip) with install instructions if absent."""
     try:
         return find_claude()
     except ClaudeNotFound as exc:
-        if ci() or os.environ.get("EGGSHELL_E2E_CLAUDE"):
-            pytest.fail(str(exc), pytrace=False)
-        pytest.skip(str(exc))
+        missing = str(exc)
+    pytest.fail(missing, pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -54,24 +57,70 @@ def codex_cli_version(codex_bin) -> str:
 
 
 REPO = os.path.dirname(os.path.dirname(HERE))
-WHEELS = os.path.join(REPO, ".cache", "wheels")
+INSTALL_TIMEOUT = 1800
+
+
+def wheelhouse() -> str | None:
+    """The wheels `make test-tools` fetched for install.sh (``$EGGSHELL_WHEELS``, else the
+    default cache), or None when they are not all there."""
+    wheels = os.environ.get("EGGSHELL_WHEELS") or str(dev_cache() / "wheels")
+    return wheels if os.path.isfile(os.path.join(wheels, ".stamp")) else None
+
+
+def announce(config, line: str) -> None:
+    """Print a line on the terminal now, even from inside a fixture whose output pytest
+    captures: a step that takes minutes must not look like a hang."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+        if reporter is None:
+            print(line, file=sys.stderr, flush=True)
+        else:
+            reporter.ensure_newline()
+            reporter.write_line(line)
+            reporter.flush()
 
 
 @pytest.fixture(scope="session")
-def prefix(tmp_path_factory):
+def prefix(request, tmp_path_factory):
     """A real installation made by ./install.sh into a temporary prefix, shared by every e2e test.
 
     The suite runs without network (tests/offline.sh): pip takes every wheel from the
     wheelhouse `make test-tools` filled, through pip's own settings, which install.sh honours.
+    It takes a minute or two, so its steps and its time are shown as it goes. It runs in a
+    HOME of its own: install.sh may add a PATH line to the shell profile there, which in the
+    developer's real HOME would point at this temporary prefix (pip keeps its usual cache).
     """
     root = tmp_path_factory.mktemp("eggshell-prefix")
-    env = dict(os.environ, EGGSHELL_PREFIX=str(root))
-    env.pop("EGGSHELL_DATA_ROOT", None)
-    if os.path.isfile(os.path.join(WHEELS, ".stamp")):
-        env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=WHEELS)
-    print("e2e: installing Eggshell into %s with ./install.sh (once for all end-to-end tests)" % root, file=sys.stderr)
-    p = subprocess.run(["sh", os.path.join(REPO, "install.sh")], cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
-    assert p.returncode == 0, "install.sh failed:\n%s\n%s" % (p.stdout[-3000:], p.stderr[-3000:])
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    env = dict(os.environ, EGGSHELL_PREFIX=str(root), HOME=str(tmp_path_factory.mktemp("install-home")),
+               PIP_CACHE_DIR=os.environ.get("PIP_CACHE_DIR") or os.path.join(cache, "pip"))
+    for name in ("EGGSHELL_DATA_ROOT", "ZDOTDIR", "XDG_CONFIG_HOME"):
+        env.pop(name, None)
+    wheels = wheelhouse()
+    if wheels:
+        env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=wheels)
+    announce(request.config, "e2e: installing Eggshell into %s with ./install.sh, once for all end-to-end tests (%s)"
+             % (root, "wheels from " + wheels if wheels else "no wheelhouse: pip uses the network"))
+    start = time.monotonic()
+    p = subprocess.Popen(["sh", os.path.join(REPO, "install.sh")], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    watchdog = threading.Timer(INSTALL_TIMEOUT, p.kill)
+    watchdog.start()
+    out = []
+    try:
+        for line in p.stdout:
+            out.append(line)
+            if line.startswith(("eggshell install: [", "eggshell install: FAILED", "eggshell install: done")):
+                announce(request.config, "e2e:   %s (%.0fs)" % (line.rstrip(), time.monotonic() - start))
+        rc = p.wait()
+    finally:
+        watchdog.cancel()
+        p.stdout.close()
+    took = time.monotonic() - start
+    announce(request.config, "e2e: ./install.sh %s in %.0fs" % ("done" if rc == 0 else "FAILED (exit %d)" % rc, took))
+    assert rc == 0, "install.sh failed (exit %d%s):\n%s" % (
+        rc, ", killed after %ds" % INSTALL_TIMEOUT if took >= INSTALL_TIMEOUT else "", "".join(out)[-6000:])
     for cmd in ("egg", "egg-hook", "egg-index", "egg-query", "egg-extract", "egg-save"):
         assert os.access(root / "bin" / cmd, os.X_OK), cmd
     return root

@@ -113,10 +113,11 @@ def test_claude_chats_are_recorded_handed_over_and_a_repeat_is_denied(claude_bin
         assert SRC_LINE_1 in search_out and SRC_LINE_14 in search_out, search_out
 
         assert egg_file.exists(), "chat 1 was not recorded:\n%s" % run1.stderr[-3000:]
-        assert "1 turns" in _egg(prefix, ["fsck", str(egg_file)], project, tool_env)
+        assert "1 turn," in _egg(prefix, ["fsck", str(egg_file)], project, tool_env)
         shown = _stored_turn(prefix, project, tool_env, "parse_config defined")
         assert CHAT1 in shown and CHAT1_ANSWER in shown, shown
-        assert "Bash: %s\n%s" % (SEARCH_SRC, SRC_LINE_1) in shown, shown  # the command and its stdout, as text
+        # the command (with the key of its Work, for `egg union`) and its stdout, as text
+        assert re.search(r"Bash: %s  \[work [0-9a-f]{12}\]\n%s" % (re.escape(SEARCH_SRC), re.escape(SRC_LINE_1)), shown), shown
 
         # Chat 2, a new session: the related question gets chat 1's work as context ...
         run2 = home.run(CHAT2, project).check()
@@ -157,3 +158,31 @@ def test_claude_chats_are_recorded_handed_over_and_a_repeat_is_denied(claude_bin
         assert "2 turns" in _egg(prefix, ["fsck", str(egg_file)], project, tool_env)
         hook_log = data_root / "logs" / "hook.log"
         assert not hook_log.exists() or not hook_log.read_text().strip(), hook_log.read_text()
+
+
+def test_a_broken_config_is_shown_when_a_chat_starts(claude_bin, prefix, tmp_path):
+    """SessionStart names a broken .eggshell.toml, its line and the fix, where Claude Code shows the
+    user (its interactive screen: `claude -p` prints no systemMessage, tests/e2e/screen.py)."""
+    import json
+
+    from screen import screen_until
+
+    project = tmp_path / "project"
+    project.mkdir()
+    with FakeAnthropicServer({"hello": [{"say": "Hello."}]}) as server:
+        env = {"EGGSHELL_PREFIX": str(prefix), "EGGSHELL_DATA_ROOT": str(tmp_path / "data")}
+        home = ClaudeHome(tmp_path / "claude", server, claude=claude_bin, env=env)
+        tool_env = home.env()
+        _egg(prefix, ["install", "claude"], project, tool_env)
+        _egg(prefix, ["init"], project, tool_env)
+        # The interactive UI asks first-run questions (theme, trusting the folder, the API key) unless answered here.
+        (home.home / ".claude.json").write_text(json.dumps({
+            "hasCompletedOnboarding": True, "theme": "dark", "customApiKeyResponses": {"approved": ["sk-test"], "rejected": []},
+            "projects": {str(project): {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True}}}))
+        config = project / ".eggshell.toml"
+        config.write_text('default = "work"\ntop_k = "five"\n')
+        told = ("Eggshell is OFF for this project: %s line 2: 'top_k' must be an integer from 1 to 50, got 'five'; "
+                "fix it or run `egg doctor`" % config)
+        argv = [claude_bin, "--model", home.model, "hello"]
+        shown, screen = screen_until(argv, str(project), tool_env, "SessionStart:startup says: " + told)
+        assert shown, "Claude Code's screen does not show %r:\n%s" % (told, screen[-3000:])

@@ -182,7 +182,7 @@ def test_repeated_search_is_denied_and_its_output_reused(prefix, tmp_path):  # n
         assert tests_out and "Ran 1 test" in tests_out and "OK" in tests_out, tests_out
         assert egg_file.exists(), "chat 1 was not recorded:\n%s" % run1.stderr[-3000:]
         fsck = _egg(prefix, ["fsck", str(egg_file)], project, tool_env)
-        assert "1 turns" in fsck, fsck
+        assert "1 turn," in fsck, fsck
 
         # Chat 2, a new session: the same search, spelled `./src`, must be stopped.
         run2 = home.run(CHAT2, project, env=env)

@@ -17,3 +17,8 @@ class CliError(EggshellError):
 
 def say(msg: str = "") -> None:
     print(msg, flush=True)
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 turn`, `2 turns`: every number the CLI prints with a noun goes through here, so none reads `1 turns`."""
+    return "%d %s" % (n, noun if n == 1 else plural or noun + "s")

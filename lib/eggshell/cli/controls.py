@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Mapping
 
 from eggshell import __version__
-from eggshell.cli.common import PROG, CliError, say
+from eggshell.cli.common import PROG, CliError, count, say
 from eggshell import config as _config
 from eggshell.runtime.chat import Chat, ChatBusy, ChatControl
 from eggshell.runtime.journal import Journal, turn_record
@@ -196,14 +196,34 @@ def _known_profile(cfg: _config.Config, name: str) -> None:
         raise _fail(str(e)) from None
 
 
+def _does(cfg: _config.Config, name: str) -> str:
+    """What a profile does with a turn, in words: where it records (what matters most), then what it reads."""
+    try:
+        read, write = _egg_names(cfg, name)
+    except _config.ConfigError:
+        return "is not in the config any more (so the default %s applied)" % cfg.default
+    records = "records nothing" if write == "read-only" else "records each turn to %s" % write
+    return "%s and reads %s" % (records, ", ".join(read) if read else "nothing")
+
+
 @_control
 def cmd_use(a, paths: Paths, env: Mapping[str, str]) -> int:
     session = _need_chat(a, env)
     cfg = _load(paths, env)
     _known_profile(cfg, a.profile)
-    ctl = _chat(paths, session).update(lambda c: replace(c, profile=a.profile))
-    read, write = _egg_names(cfg, a.profile)
-    say("egg %s selected: reads [%s] -> %s%s" % (a.profile, " ".join(read), write, _off_note(ctl)))
+    old: list[ChatControl] = []
+
+    def choose(c: ChatControl) -> ChatControl:
+        old.append(c)  # the state replaced, read under the same lock
+        return replace(c, profile=a.profile)
+
+    ctl = _chat(paths, session).update(choose)
+    was = old[0].profile or cfg.default
+    if was == a.profile:
+        say("egg: this chat already uses profile %s: it %s (nothing changed)%s" % (a.profile, _does(cfg, a.profile), _off_note(ctl)))
+        return 0
+    say("egg: from the next prompt on, this chat %s (profile %s; was %s, which %s)%s"
+        % (_does(cfg, a.profile), a.profile, was, _does(cfg, was), _off_note(ctl)))
     return 0
 
 
@@ -282,6 +302,34 @@ def cmd_keep(a, paths: Paths, env: Mapping[str, str]) -> int:
     return 0
 
 
+def _saved(paths: Paths, env: Mapping[str, str], j: Journaled | None, session: str, turn: str):
+    """(store, TurnView) of this turn where it is stored already (`egg keep`, or the save queue
+    while it ran), else None: the turn's own target first, then every egg the config names."""
+    from eggshell.graph.store import EggError
+
+    prompt = (j.prompt if j is not None else None) or {}
+    places = [prompt["write"]] if isinstance(prompt.get("write"), str) and prompt["write"] else []
+    try:
+        places += list(_config.load(paths, os.getcwd(), env=env).egg_paths.values())
+    except _config.ConfigError:
+        pass  # a broken config must not stop a drop: the turn's own target is still checked
+    for path in dict.fromkeys(places):
+        try:
+            views = turn_views(Store.open(path).graph) if os.path.isfile(path) else []
+        except (EggError, OSError):
+            continue
+        view = next((v for v in views if v.session == session and v.turn == turn), None)
+        if view is not None:
+            return path, view
+    return None
+
+
+def _stored_note(path: str, view) -> str:
+    what = count(len(view.tools), "tool call") + (" and its answer" if view.answer is not None else "")
+    return ("it was already saved to %s (%s): `egg forget %s` takes it out of memory, and `egg compact --purge %s` "
+            "then removes its text from the file" % (path, what, view.key, path))
+
+
 @_control
 def cmd_drop(a, paths: Paths, env: Mapping[str, str]) -> int:
     session = _need_chat(a, env)
@@ -289,13 +337,19 @@ def cmd_drop(a, paths: Paths, env: Mapping[str, str]) -> int:
     ctl = chat.load()
     j = _journaled(paths, session, ctl)
     if j is None:
-        raise _fail("nothing journaled in this chat: no turn to drop")
+        done = _saved(paths, env, None, session, ctl.last_turn) if ctl.last_turn else None
+        raise _fail("nothing journaled in this chat: no turn to drop" +
+                    ("" if done is None else " (the last turn, %s: %s)" % (_short(ctl.last_turn), _stored_note(*done))))
     chat.drop(j.turn)
     Journal(paths.journal_dir).discard(session, j.turn)
-    say("egg dropped turn %s: it will not be saved, and its journal was discarded.\n"
-             "What already reached the .egg stays (its tool calls may have been saved while it ran, and "
-             "`egg split`/`egg compact` do not remove turns). To keep a turn out of memory, run `egg next private` (read-only) or "
-             "`egg next off` before sending it." % _short(j.turn))
+    done = _saved(paths, env, j, session, j.turn)
+    if done is not None:
+        say("egg dropped turn %s: its journal was discarded and nothing more of it will be saved, but %s."
+            % (_short(j.turn), _stored_note(*done)))
+        return 0
+    say("egg dropped turn %s: nothing of it was saved, and its journal was discarded, so nothing of it will be.\n"
+        "To keep a turn out of memory from its start, run `egg next private` (read-only) or `egg next off` before "
+        "sending it." % _short(j.turn))
     return 0
 
 
@@ -323,10 +377,10 @@ def cmd_diff(a, paths: Paths, env: Mapping[str, str]) -> int:
     for t in j.tools:
         work = work_text(str(t.get("name")), t.get("input"))
         size = len(normalize_output(t.get("output")).encode("utf-8", "replace"))
-        out.append("tool    %s: %s  (%d bytes of output)" % (t.get("name"), " ".join(command_of(work).split())[:120], size))
+        out.append("tool    %s: %s  (%s of output)" % (t.get("name"), " ".join(command_of(work).split())[:120], count(size, "byte")))
     record = j.record
     answer = record.get("answer") if record else None
-    out.append("answer  %s" % ("yes (%d characters)" % len(answer) if isinstance(answer, str) else "none yet"))
+    out.append("answer  %s" % ("yes (%s)" % count(len(answer), "character") if isinstance(answer, str) else "none yet"))
     if record is None or not (record["tools"] or answer is not None):
         out.append("new     nothing to save yet")
     else:
@@ -387,7 +441,7 @@ def _egg_summary(path: str) -> str:
     except (OSError, EggError) as e:
         return "unreadable (%s)" % e
     header = header if len(header) <= 100 else header[:99] + "…"
-    return "%d bytes, %d commit%s, header %s" % (os.path.getsize(path), commits, "" if commits == 1 else "s", header)
+    return "%s, %s, header %s" % (count(os.path.getsize(path), "byte"), count(commits, "commit"), header)
 
 
 @_control
@@ -432,6 +486,7 @@ def cmd_status(a, paths: Paths) -> int:
     say("prefix     %s" % paths.prefix)
     say("data root  %s" % paths.data_root)
     say("config     %s" % (", ".join(cfg.sources) or "(defaults)"))
+    say("matcher    %s" % matcher_line(cfg, paths))
     if cfg.project_root is None:
         say("project    none here (run `egg init` to record this directory)")
         return 0
@@ -443,9 +498,19 @@ def cmd_status(a, paths: Paths) -> int:
     for p in cfg.read_eggs:
         g = Store.open(p).graph if os.path.exists(p) else None
         n = len(turn_views(g)) if g is not None else 0
-        say("store      %s (%d turns)%s" % (p, n, "  [write]" if p == cfg.write_egg else ""))
+        say("store      %s (%s)%s" % (p, count(n, "turn"), "  [write]" if p == cfg.write_egg else ""))
         if g is not None:
             say("           %s" % trust.describe(p, g, ledger))
     if ledger.problem is not None:
         say("trust      %s" % ledger.problem)
     return 0
+
+
+def matcher_line(cfg: _config.Config, paths: Paths) -> str:
+    """The semantic matcher a search gets (search/installed.py), or lexical only and why."""
+    from eggshell.search import installed
+
+    m = installed.in_force(cfg, paths.prefix)
+    if m.problem is not None:
+        return "lexical only: %s" % m.problem
+    return m.text if m.kind == "lexical" else "%s, mode %s" % (m.text, cfg.mode)

@@ -1,7 +1,8 @@
 """`egg doctor` (and `!egg doctor`): every check of the install, the hosts, the config and the data root.
 
-Each check returns ("ok" | "FAIL" | "note", text) or None where it does not apply; a check
-that crashes is reported as a FAIL of its own, so the doctor always finishes.
+Each check returns ("ok" | "FAIL" | "WARN" | "note", text) or None where it does not apply; a
+check that crashes is reported as a FAIL of its own, so the doctor always finishes. Only a FAIL
+makes the doctor exit 1: a WARN is something to fix that Eggshell's hooks work without.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from eggshell import config as _config
-from eggshell.cli.common import say
+from eggshell.cli.common import count, say
 from eggshell.hosts import registry
 from eggshell.hosts.base import Host
 from eggshell.paths import Paths
@@ -27,7 +28,7 @@ class Checkup:
     env: Mapping[str, str]
 
 
-Check = Callable[[Checkup], tuple[str, str]]  # -> ("ok" | "FAIL" | "note", text)
+Check = Callable[[Checkup], tuple[str, str]]  # -> ("ok" | "FAIL" | "WARN" | "note", text)
 
 
 def check_hook_bin(c: Checkup) -> tuple[str, str]:
@@ -37,8 +38,9 @@ def check_hook_bin(c: Checkup) -> tuple[str, str]:
     return "FAIL", "egg-hook is missing or not executable at %s: run ./install.sh" % p
 
 
-def _registered(path: str) -> tuple[set[str] | None, str]:
-    """The events whose hooks run egg-hook in a hooks/settings file (None: unreadable)."""
+def _registered(path: str) -> tuple[dict[str, list] | None, str]:
+    """The events whose hooks run egg-hook in a hooks/settings file, each with the timeouts its
+    egg-hook entries give (None: unreadable)."""
     import json
 
     try:
@@ -49,7 +51,7 @@ def _registered(path: str) -> tuple[set[str] | None, str]:
     except (OSError, ValueError) as e:
         return None, "cannot be read (%s)" % e
     hooks = data.get("hooks") if isinstance(data, dict) else None
-    events = set()
+    events: dict[str, list] = {}
     for event, groups in (hooks.items() if isinstance(hooks, dict) else ()):
         for g in groups if isinstance(groups, list) else ():
             for h in (g.get("hooks") if isinstance(g, dict) and isinstance(g.get("hooks"), list) else ()):
@@ -59,7 +61,7 @@ def _registered(path: str) -> tuple[set[str] | None, str]:
                 except ValueError:
                     argv = []
                 if argv and os.path.basename(argv[0]) == "egg-hook":
-                    events.add(event)
+                    events.setdefault(event, []).append(h.get("timeout"))
     return events, ""
 
 
@@ -78,6 +80,11 @@ def host_check(host: Host) -> Check:
         missing = [e for e in host.events if e not in events]
         if missing:
             return ("FAIL" if host.required else "note", "%s hooks: %s lacks egg-hook for %s: %s" % (host.label, path, ", ".join(missing), install))
+        clamped = ["%s %g s (at most %d s)" % (e, t, host.timeout_limits[e]) for e, ts in events.items() if e in host.timeout_limits
+                   for t in ts if isinstance(t, (int, float)) and not isinstance(t, bool) and t > host.timeout_limits[e]]
+        if clamped:  # it still runs (cut down), but Codex warns of it in every chat
+            return "WARN", ("%s hooks: %s gives egg-hook more time than %s allows, so it is cut down: %s; %s, which "
+                            "writes what it allows" % (host.label, path, host.label, ", ".join(clamped), install))
         return "ok", "%s hooks: %s runs egg-hook for %s" % (host.label, path, ", ".join(host.events))
 
     check.__name__ = "check_%s_hooks" % host.name
@@ -100,19 +107,18 @@ def check_config(c: Checkup) -> tuple[str, str]:
 
 
 def check_model(c: Checkup) -> tuple[str, str]:
-    from eggshell.search.embed import default_model_dir
+    """The semantic matcher in force (search/installed.py): the built-in model and its directory, the
+    program semantic_matcher names, or lexical only and why; FAIL when the one asked for cannot run."""
+    from eggshell.search import installed
 
-    d = default_model_dir(c.paths.prefix)
-    if os.path.isfile(os.path.join(d, "model.onnx")):
-        return "ok", "embedding model at %s" % d
     try:
-        cfg = _config.load(c.paths, c.cwd, env=c.env)
+        cfg, how = _config.load(c.paths, c.cwd, env=c.env), ""
     except _config.ConfigError:
-        cfg = None
-    if cfg is not None and (cfg.mode == "lexical" or cfg.semantic_matcher is not True):
-        return "note", "embedding model missing at %s; not needed here (mode = %r, semantic_matcher = %r)" % (
-            d, cfg.mode, cfg.semantic_matcher)
-    return "FAIL", "embedding model missing at %s: run ./install.sh (or set mode = \"lexical\")" % d
+        cfg, how = _config.Config(), " (under the built-in settings: the config does not load)"
+    m = installed.in_force(cfg, c.paths.prefix)
+    if m.problem is not None:
+        return "FAIL", "semantic matcher: %s; until then prompts are matched lexically only%s" % (m.problem, how)
+    return "ok", "semantic matcher: %s%s" % (m.text, how)
 
 
 def check_data_root(c: Checkup) -> tuple[str, str]:
@@ -154,9 +160,9 @@ def check_manager(c: Checkup) -> tuple[str, str]:
     if r is None:
         return "note", "warm manager: not running (the next hook starts one)%s; %d turn%s journaled" % (
             crash, len(files), "" if len(files) == 1 else "s")
-    return "ok", "warm manager: pid %d, up %.0f s, %.0f MB resident, %d requests, %d turn%s journaled (checked at %s)" % (
-        r.get("pid", 0), r.get("uptime_s", 0), r.get("rss_kb", 0) / 1024, r.get("requests", 0), len(files),
-        "" if len(files) == 1 else "s", time.strftime("%H:%M:%S"))
+    return "ok", "warm manager: pid %d, up %.0f s, %.0f MB resident, %s, %s journaled (checked at %s)" % (
+        r.get("pid", 0), r.get("uptime_s", 0), r.get("rss_kb", 0) / 1024, count(r.get("requests", 0), "request"),
+        count(len(files), "turn"), time.strftime("%H:%M:%S"))
 
 
 def manager_trouble(data_root: str) -> str | None:
@@ -316,9 +322,114 @@ def check_telemetry_leftover(c: Checkup) -> tuple[str, str] | None:
                     "Eggshell before 2 Dec 2026 (its install.sh); Eggshell runs with it off (ORT_DISABLE_TELEMETRY=1): delete it" % d)
 
 
+LOGIN_SHELL_TIMEOUT_S = 3.0
+PATH_MARK = "# added by Eggshell install.sh"  # install.sh ends its profile line with it
+
+
+def login_shell(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(family, executable) of the login shell Codex runs `!egg` in: $SHELL's zsh or fish, else bash."""
+    import shutil
+
+    shell = env.get("SHELL") or ""
+    family = os.path.basename(shell)
+    if family in ("zsh", "fish"):
+        exe = shell if os.access(shell, os.X_OK) else shutil.which(family, path=env.get("PATH") or os.defpath)
+        if exe:
+            return family, exe
+    exe = shutil.which("bash", path=env.get("PATH") or os.defpath)
+    return ("bash", exe) if exe else None
+
+
+def login_profile(family: str, env: Mapping[str, str]) -> str:
+    """The file install.sh puts the PATH line in: the one a login shell of `family` reads (bash: the first that exists)."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    if family == "bash":
+        for name in (".bash_profile", ".bash_login", ".profile"):
+            if os.path.exists(os.path.join(home, name)):
+                return os.path.join(home, name)
+        return os.path.join(home, ".profile")
+    if family == "zsh":
+        return os.path.join(env.get("ZDOTDIR") or home, ".zprofile")
+    if family == "fish":
+        return os.path.join(env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "fish", "conf.d", "eggshell.fish")
+    return os.path.join(home, ".profile")
+
+
+def path_line(family: str, bin_dir: str, env: Mapping[str, str]) -> str:
+    """The line install.sh appends for `bin_dir`, byte for byte (under $HOME it is written as $HOME/...)."""
+    special = '\\"$' if family == "fish" else '\\"$`'
+
+    def quoted(s: str) -> str:
+        return "".join("\\" + ch if ch in special else ch for ch in s)
+
+    home = (env.get("HOME") or "").rstrip("/")
+    shown = "$HOME/" + quoted(bin_dir[len(home) + 1:]) if home and bin_dir.startswith(home + "/") else quoted(bin_dir)
+    if family == "fish":
+        return 'set -gx PATH "%s" $PATH  %s' % (shown, PATH_MARK)
+    return 'export PATH="%s:$PATH"  %s' % (shown, PATH_MARK)
+
+
+def _login_lookup(exe: str, env: Mapping[str, str], timeout: float) -> tuple[str | None, str]:
+    """What `exe -lc 'command -v egg'` prints (None: it did not get there, and why).
+
+    The output goes to files, not pipes, and the shell runs in a session of its own that a
+    timeout kills whole: a profile that waits, or leaves something running, cannot hold the doctor.
+    """
+    import signal
+    import subprocess
+    import tempfile
+
+    script = "echo eggshell-begin; command -v egg; echo eggshell-end"
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            p = subprocess.Popen([exe, "-lc", script], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                 env=dict(env), start_new_session=True)
+        except OSError as e:
+            return None, "cannot be started (%s)" % e
+        try:
+            rc = p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            p.wait()
+            return None, "did not get to `command -v egg` within %g s (a slow profile, or one waiting for input)" % timeout
+        out.seek(0)
+        err.seek(0)
+        text = out.read().decode("utf-8", "replace")
+        last = err.read().decode("utf-8", "replace").strip().splitlines()[-1:]
+    lines = text.splitlines()
+    if "eggshell-begin" not in lines or "eggshell-end" not in lines[lines.index("eggshell-begin"):]:
+        return None, "stopped (exit %d) before `command -v egg` finished%s" % (rc, " (its last error: %s)" % last[0] if last else "")
+    found = lines[lines.index("eggshell-begin") + 1:len(lines) - 1 - lines[::-1].index("eggshell-end")]
+    return "\n".join(found).strip(), ""
+
+
+def check_login_shell(c: Checkup, timeout: float = LOGIN_SHELL_TIMEOUT_S) -> tuple[str, str] | None:
+    """Which egg a login shell finds: Codex runs `!egg` in one, and its profile sets PATH afresh,
+    so the PATH the doctor itself runs with says nothing about it."""
+    shell = login_shell(c.env)
+    if shell is None:
+        return None
+    family, exe = shell
+    mine = os.path.join(c.paths.bin_dir, "egg")
+    found, why = _login_lookup(exe, c.env, timeout)
+    how = "a login shell (`%s -lc`, as Codex runs `!egg`)" % family
+    profile = login_profile(family, c.env)
+    if found is None:
+        return "note", "%s %s: see %s" % (how, why, profile)
+    if found and os.path.realpath(found) == os.path.realpath(mine):
+        return "ok", "%s finds %s" % (how, found)
+    line = path_line(family, c.paths.bin_dir, c.env)
+    if not found:
+        return "WARN", "%s finds no egg: run ./install.sh again, or add this line to the end of %s: %s" % (how, profile, line)
+    return "WARN", "%s finds another egg, %s, not %s: add this line to the end of %s: %s" % (how, found, mine, profile, line)
+
+
 DOCTOR_CHECKS: tuple[Callable[[Checkup], tuple[str, str] | None], ...] = (
     check_hook_bin, *(host_check(h) for h in registry.every()), host_notes, check_config, check_model, check_data_root,
-    check_manager, check_store_lock, check_store_trust, check_quarantine, check_telemetry_leftover,
+    check_manager, check_store_lock, check_store_trust, check_quarantine, check_telemetry_leftover, check_login_shell,
 )
 
 

@@ -17,7 +17,9 @@ import sys
 from eggshell import __version__
 from eggshell import config as _config
 from eggshell.cli import controls, doctor
-from eggshell.cli.common import PROG, CliError, say
+from eggshell.cli import view
+from eggshell.cli import importer
+from eggshell.cli.common import PROG, CliError, count, say
 from eggshell.cli.controls import cmd_status
 from eggshell.cli.setup import cmd_init, cmd_install, cmd_uninstall
 from eggshell.core.identity import KeyError_, content_hex, display_key
@@ -60,16 +62,22 @@ def _turn_text(v: TurnView) -> str:
         "turn %s  session %s  turn %s  %s" % (v.key, v.session, v.turn, v.time),
         "store %s%s" % (v.store, "  cwd %s" % v.cwd if v.cwd else ""),
         "",
-        "REQUEST",
+        "REQUEST  [request %s]" % _text_key(v.prompt),
         v.prompt,
         "",
     ]
-    for t in v.tools:
-        lines += ["TOOL %s %s: %s" % (display_key(t.id), t.work.partition("\n")[0], command_of(t.work)), t.outcome.rstrip("\n"), ""]
+    for t in v.tools:  # TOOL KEY: the call's outcome (show, forget); [work KEY]: what `egg union` joins
+        lines += ["TOOL %s %s: %s  [work %s]" % (display_key(t.id), t.work.partition("\n")[0], command_of(t.work), _text_key(t.work)),
+                  t.outcome.rstrip("\n"), ""]
     lines += ["OUTCOME" if v.answer is not None else "OUTCOME none (interrupted before a final answer)"]
     if v.answer is not None:
         lines.append(v.answer)
     return "\n".join(lines)
+
+
+def _text_key(text: str) -> str:
+    """The key of a recorded text (a request, a tool call's Work): the node `egg union` takes."""
+    return display_key(content_hex(Atom.text(text)))
 
 
 def _value_text(g: Graph, nid: str, v) -> str:
@@ -142,8 +150,14 @@ def cmd_union(a, paths: Paths) -> int:
     if x == y:
         raise CliError("%s and %s are the same node: nothing to declare" % (a.a, a.b), 1)
     if not union_admissible(x, y):
-        raise CliError("%s and %s carry different provenance (session, turn or call ids): a union may only join "
-                       "Values with the same Exact footprint, such as two tool Works or two requests" % (a.a, a.b), 1)
+        (what_x, kind_x, work_x), (what_y, kind_y, work_y) = _union_side(x), _union_side(y)
+        hint = ""
+        if work_x is not None and kind_x == kind_y:  # two tool outcomes: their works; two turns: their requests
+            hint = " For these two: egg union %s %s" % (display_key(content_hex(work_x)), display_key(content_hex(work_y)))
+        raise CliError("%s is %s and %s is %s: their provenance (the session, turn and call that observed them) differs, "
+                       "and no union may change provenance. A union joins two Works, which carry none: two tool calls' "
+                       "works or two requests. `egg show TURN` prints their keys: [work KEY] on each TOOL line, "
+                       "[request KEY] on REQUEST.%s" % (a.a, what_x, a.b, what_y, hint), 1)
     store = _write_store(a, paths)
     store.data_root = paths.data_root  # the union is this user's own (trust.own_unions)
     if store.commit([], unions=[(x, y)]) is None:
@@ -152,6 +166,24 @@ def cmd_union(a, paths: Paths) -> int:
     say("union %s = %s written to %s (undo: egg split %s %s)" % (display_key(content_hex(x)), display_key(content_hex(y)),
                                                                store.path, display_key(content_hex(x)), display_key(content_hex(y))))
     return 0
+
+
+def _union_side(v) -> tuple[str, str, object]:
+    """What a node named to `egg union` is (in words, and its kind), and the Work or request it is about, if any."""
+    from eggshell.core.values import Apply, Op
+    from eggshell.graph.turns import tool_occurrence
+
+    if not isinstance(v, Apply):
+        return "a recorded text", "text", None
+    if v.op is Op.OUTCOME:
+        native = tool_occurrence(v)
+        key = display_key(content_hex(v.args[0].target))
+        if native:
+            return "a tool outcome (the TOOL key; its work is %s)" % key, "tool", v.args[0].target
+        return "a turn (its answer; its request is %s)" % key, "turn", v.args[0].target
+    if v.op is Op.ALL:
+        return "a turn (interrupted; its request is %s)" % display_key(content_hex(v.args[0].target)), "turn", v.args[0].target
+    return "a %s node (provenance itself)" % v.op.value, v.op.value, None
 
 
 def cmd_split(a, paths: Paths) -> int:
@@ -165,7 +197,7 @@ def cmd_split(a, paths: Paths) -> int:
         pairs = [(p, q) for p, q in store.graph.unions() if x in (p, q)]
         if len(pairs) > 1:
             listing = "\n".join("  egg split %s %s" % (display_key(content_hex(p)), display_key(content_hex(q))) for p, q in pairs)
-            raise CliError("%s is in %d unions; name both sides:\n%s" % (a.a, len(pairs), listing), 1)
+            raise CliError("%s is in %s; name both sides:\n%s" % (a.a, count(len(pairs), "union"), listing), 1)
     if not pairs or store.remove_union(*pairs[0]) is None:
         raise CliError("no union in force for %s in %s (see `egg status`)" % (a.a if a.b is None else "%s %s" % (a.a, a.b), store.path), 1)
     say("split %s %s in %s" % (display_key(content_hex(pairs[0][0])), display_key(content_hex(pairs[0][1])), store.path))
@@ -174,7 +206,8 @@ def cmd_split(a, paths: Paths) -> int:
 
 def cmd_find(a, paths: Paths) -> int:
     searcher = Searcher(_stores(a, paths))
-    hits = searcher.search(" ".join(a.text), a.top_k, a.min_coverage)
+    top_k = a.top_k or _config.load(paths, os.getcwd()).top_k  # what a chat's search here would get
+    hits = searcher.search(" ".join(a.text), top_k, a.min_coverage)
     if not hits:
         say("no matching turns")
         return 1
@@ -233,6 +266,9 @@ def _scrub_chats(paths: Paths, stores: list[Store]) -> None:
     from eggshell.runtime.forget import Forgotten
 
     gone = Forgotten.of([s.graph for s in stores])
+    pages = view.drop_pages(paths)  # `egg view` pages hold copies of recorded text
+    if pages:
+        say("deleted %d `egg view` page%s under the data root (they held copies; run `egg view` again)" % (pages, "" if pages == 1 else "s"))
     try:
         cleared = scrub(paths.state_dir, gone.mentions, lambda m: print("egg forget: %s" % m, file=sys.stderr))
     except ChatBusy as e:
@@ -307,8 +343,8 @@ def _fsck_one(path: str) -> bool:
         say("%s: %s; the file was not changed" % (path, short))
         return False
     g = s.graph
-    say("%s: ok: %d lines, %d commits, %d turns, %d roots, %d unions" % (
-        path, g.lines, len(g.commits), len(turn_views(g)), len(g.root_ids), len(g.unions())))
+    say("%s: ok: %s" % (path, ", ".join(count(n, noun) for n, noun in (
+        (g.lines, "line"), (len(g.commits), "commit"), (len(turn_views(g)), "turn"), (len(g.root_ids), "root"), (len(g.unions()), "union")))))
     return True
 
 
@@ -338,15 +374,15 @@ def _shortened(s: Store, fd: int, size: int, last: object) -> str | None:
     end = s._offset
     if s.nul_at is not None:
         zeros = only_zeros(fd, s.nul_at, size)
-        return ("DAMAGED: %d bytes of NUL from byte %d %s (a zero-filled or sparse tail); readers stop at byte %d, %s" % (
-            size - s.nul_at, s.nul_at, "to the end" if zeros else "and then other data", s.nul_at,
+        return ("DAMAGED: %s of NUL from byte %d %s (a zero-filled or sparse tail); readers stop at byte %d, %s" % (
+            count(size - s.nul_at, "byte"), s.nul_at, "to the end" if zeros else "and then other data", s.nul_at,
             "the next commit removes them" if zeros else "and commits are refused until it is repaired by hand"))
     if s.tail_len and complete_record(s, os.pread(fd, s.tail_len, end)):
-        return ("SHORTENED: the last line (%d bytes) lost its final newline; it is a complete record and is kept: "
-                "readers skip it until the next commit adds the newline" % s.tail_len)
+        return ("SHORTENED: the last line (%s) lost its final newline; it is a complete record and is kept: "
+                "readers skip it until the next commit adds the newline" % count(s.tail_len, "byte"))
     if s.tail_len:
-        return ("DAMAGED: it ends in the middle of a line (%d bytes after byte %d: a write was cut off); readers "
-                "ignore it, the next commit removes it, and what that write held is lost" % (s.tail_len, end))
+        return ("DAMAGED: it ends in the middle of a line (%s after byte %d: a write was cut off); readers "
+                "ignore it, the next commit removes it, and what that write held is lost" % (count(s.tail_len, "byte"), end))
     if isinstance(last, ef.NodeRecord):
         return ("DAMAGED: its last line is a node, not a commit: every commit ends with its commit line, so the file "
                 "was cut at a line boundary and the commit that wrote those nodes is missing")
@@ -361,7 +397,7 @@ def cmd_compact(a, paths: Paths) -> int:
             _purge(path, paths)
             continue
         before, after = compact(path)
-        say("%s: compacted, %d lines -> %d" % (path, before, after))
+        say("%s: compacted, %s -> %d" % (path, count(before, "line"), after))
     return 0
 
 
@@ -387,7 +423,7 @@ def _purge(path: str, paths: Paths) -> None:
         raise CliError("%s: %s was not rewritten; run this again" % (e, path), 1)
     snapshots = forget.remove_snapshots(paths.data_root)  # one a manager wrote meanwhile held the old file
     roots, p = done
-    say("%s: purged %d forgotten record%s, %d lines -> %d" % (path, roots, "" if roots == 1 else "s", lines_before, lines_after))
+    say("%s: purged %s, %s -> %d" % (path, count(roots, "forgotten record"), count(lines_before, "line"), lines_after))
     say("data root %s: %d journal file%s, %d cached window%s (%d segment%s rewritten), %d chat handoff%s cleared, %d snapshot%s removed"
         % (paths.data_root, p.journal, "" if p.journal == 1 else "s", p.windows, "" if p.windows == 1 else "s",
            p.segments, "" if p.segments == 1 else "s", p.chats, "" if p.chats == 1 else "s",
@@ -398,7 +434,7 @@ def cmd_merge(a, paths: Paths) -> int:
     if os.path.exists(a.output) and not a.force:
         raise CliError("%s exists; choose another -o or pass --force to replace it" % a.output)
     n = merge(a.inputs, a.output)
-    say("merged %s into %s (%d lines)" % (", ".join(a.inputs), a.output, n))
+    say("merged %s into %s (%s)" % (", ".join(a.inputs), a.output, count(n, "line")))
     return 0
 
 
@@ -423,7 +459,7 @@ def cmd_index(a, paths: Paths) -> int:
 
         with ProviderClient(list(cfg.semantic_matcher), log=lambda m: print(m, file=sys.stderr)) as client:
             ok = client.index(items)
-        say("sent %d turns to %s%s" % (len(items), cfg.semantic_matcher[0], "" if ok else " (it failed; see above)"))
+        say("sent %s to %s%s" % (count(len(items), "turn"), cfg.semantic_matcher[0], "" if ok else " (it failed; see above)"))
         return 0 if ok else 1
     kw = {} if cfg.threshold is None else {"threshold": cfg.threshold}
     provider = Provider(Settings(mode="semantic", top_k=semantic_depth(cfg.top_k), model=cfg.model, **kw), paths.data_root,
@@ -438,8 +474,8 @@ def cmd_index(a, paths: Paths) -> int:
     segments = len(committed_segments(cache.dir))
     if segments > a.compact_over:
         merged = cache.compact()
-        say("compacted the vector cache: %d segments into 1" % merged)
-    say("%d turns indexed; the vector cache holds %d windows for %s" % (n, len(cache), index.encoder.model_id))
+        say("compacted the vector cache: %s into 1" % count(merged, "segment"))
+    say("%s indexed; the vector cache holds %s for %s" % (count(n, "turn"), count(len(cache), "window"), index.encoder.model_id))
     return 0
 
 
@@ -456,12 +492,12 @@ class _Progress:
         if self.tty:
             width = 30
             fill = int(width * done / max(total, 1))
-            print("\r%s [%s%s] %d/%d windows" % (self.label, "#" * fill, "." * (width - fill), done, total), end="", file=sys.stderr, flush=True)
+            print("\r%s [%s%s] %d/%s" % (self.label, "#" * fill, "." * (width - fill), done, count(total, "window")), end="", file=sys.stderr, flush=True)
 
     def done(self) -> None:
         done, total = self.last
         if total:
-            print(("\r" if self.tty else "") + "%s: %d/%d new windows embedded" % (self.label, done, total), file=sys.stderr, flush=True)
+            print(("\r" if self.tty else "") + "%s: %d/%s embedded" % (self.label, done, count(total, "new window")), file=sys.stderr, flush=True)
 
 
 def cmd_model_check(a, paths: Paths) -> int:
@@ -498,13 +534,74 @@ def cmd_model(a, paths: Paths) -> int:
         say("the offline default model is installed at %s (install.sh assembles it; nothing to download)" % d)
         return 0
     enc = Encoder(a.name, allow_download=True)
+    use = "Use it with `model = %s` in your config." % json.dumps(a.name)
+    hubs = _hubs(a.name)
+    unreachable = _unreachable(hubs, HUB_TIMEOUT_S) if hubs else None
+    if unreachable is not None:
+        # fastembed would retry for 40 s (sleeps of 3, 9 and 27 s) before saying the same.
+        if os.path.isdir(enc.cache_dir) and os.listdir(enc.cache_dir):
+            here = Encoder(a.name, cache_dir=enc.cache_dir)  # offline: only what an earlier install fetched
+            try:
+                here.load()
+            except ModelError:
+                pass
+            else:
+                say("%s is already installed in %s (%s); its model hub cannot be reached (%s), so nothing was "
+                    "downloaded. %s" % (a.name, enc.cache_dir, count(here.dim, "dimension"), unreachable, use))
+                return 0
+        raise CliError("could not install %s: its model hub cannot be reached from here (%s, within %g s).\n"
+                       "Nothing was changed; the default model stays in use. Run this where %s can be reached, or "
+                       "point HF_ENDPOINT at a mirror (or HTTPS_PROXY at a proxy) that can reach it."
+                       % (a.name, unreachable, HUB_TIMEOUT_S, " or ".join(_host(h) for h in hubs)), 1)
     say("downloading %s into %s (needs access to its model hub) ..." % (a.name, enc.cache_dir))
     try:
         enc.load()
     except ModelError as e:
         raise CliError("could not install %s: %s\nNothing was changed; the default model stays in use." % (a.name, str(e).split(" (install it with")[0]), 1)
-    say("installed %s (%d dimensions). Use it with `model = %s` in your config." % (a.name, enc.dim, json.dumps(a.name)))
+    say("installed %s (%s). %s" % (a.name, count(enc.dim, "dimension"), use))
     return 0
+
+
+HUB_TIMEOUT_S = 3.0  # a hub that has not answered in this long is not reachable from here
+
+
+def _hubs(name: str) -> list[str]:
+    """The URLs fastembed would fetch model `name` from ([] for a name it does not know: it says so at once)."""
+    from eggshell.search.embed import quiet_runtime
+
+    quiet_runtime(os.environ)  # before fastembed (and the model runtime) is imported
+    from fastembed import TextEmbedding
+
+    for m in TextEmbedding.list_supported_models():
+        if str(m.get("model", "")).lower() == name.lower():
+            src = m.get("sources") or {}
+            return ([os.environ.get("HF_ENDPOINT") or "https://huggingface.co"] if src.get("hf") else []) + \
+                ([src["url"]] if src.get("url") else [])
+    return []
+
+
+def _host(url: str) -> str:
+    import urllib.parse
+
+    return urllib.parse.urlsplit(url).hostname or url
+
+
+def _unreachable(urls: list[str], timeout: float) -> str | None:
+    """Why none of `urls` answers an HTTP request, or None when one does (any status will do).
+
+    Asked with httpx, the client huggingface_hub downloads with, and like it from the environment
+    (HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE): a hub only that client cannot reach is no use either.
+    """
+    import httpx
+
+    why = []
+    for url in urls:
+        try:
+            httpx.head(url, timeout=timeout)
+            return None
+        except httpx.HTTPError as e:
+            why.append("%s: %s" % (_host(url), str(e) or type(e).__name__))
+    return "; ".join(why)
 
 
 def _trust_target(path: str, paths: Paths, verb: str):
@@ -543,8 +640,9 @@ def cmd_untrust(a, paths: Paths) -> int:
     """Withdraw trust from every record a store holds now: its outcomes are advice only from here on."""
     graph, trust = _trust_target(a.file, paths, "untrust")
     _vouch(trust, paths, graph, "-")
-    say("untrusted %s: its %d commit%s are advice only now (never deny a call); turns Eggshell records into it from "
-        "now on are yours and trusted" % (a.file, len(graph.commits), "" if len(graph.commits) == 1 else "s"))
+    n = len(graph.commits)
+    say("untrusted %s: its %s %s advice only now (never deny a call); turns Eggshell records into it from "
+        "now on are yours and trusted" % (a.file, count(n, "commit"), "is" if n == 1 else "are"))
     return 0
 
 
@@ -578,8 +676,15 @@ def build_parser() -> argparse.ArgumentParser:
     stores_opt(s)
     s.set_defaults(fn=cmd_show)
 
-    s = sub.add_parser("union", help="declare two recorded Works equal for reuse (written to this project's store)")
-    s.add_argument("a", help="key of one Work (see `egg show`)")
+    s = sub.add_parser("union", help="declare two recorded Works equal for reuse (written to this project's store)",
+                       description="Declare two recorded Works equal, for good: reuse then treats a call of one as a call "
+                       "of the other (its recorded outcome may stand in for running it). A Work is what a tool call ran "
+                       "(its tool and input) or a request; it carries no session, turn or call id, so two of them may be "
+                       "joined, while a tool outcome or a turn (the keys `egg find` and the TOOL lines print) may not. "
+                       "`egg show TURN` prints each Work's key: [work KEY] on every TOOL line, [request KEY] on REQUEST. "
+                       "`egg split A B` removes the union again. Exit 0 when written (or already in force), 1 when a key "
+                       "names nothing or something that cannot be joined, 2 on a usage error.")
+    s.add_argument("a", help="key of one Work: a [work KEY] or [request KEY] from `egg show TURN`")
     s.add_argument("b", help="key of the other")
     stores_opt(s)
     s.set_defaults(fn=cmd_union)
@@ -592,7 +697,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("find", help="search recorded turns")
     s.add_argument("text", nargs="+", help="what to look for")
-    s.add_argument("--top-k", type=stage.positive_int, default=8, help="most turns to list (default %(default)s)")
+    s.add_argument("--top-k", type=stage.positive_int,
+                   help="most turns to list (default: `top_k` in the config, else %d)" % _config.DEFAULT_TOP_K)
     s.add_argument("--min-coverage", type=stage.fraction, default=0.2, help="least share of the query a turn must hold (default %(default)s)")
     stores_opt(s)
     s.set_defaults(fn=cmd_find)
@@ -627,7 +733,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("model", help="manage embedding models")
     msub = s.add_subparsers(dest="model_command", metavar="ACTION")
     msub.required = True
-    m = msub.add_parser("install", help="download a fastembed model where a model hub can be reached")
+    m = msub.add_parser("install", help="download a fastembed model where a model hub can be reached",
+                        description="Download a fastembed text model into Eggshell's model directory. The model hub "
+                                    "(huggingface.co, or $HF_ENDPOINT; through $HTTPS_PROXY when set) is asked first, "
+                                    "with a %g s timeout; when it cannot be reached this fails at once, changing "
+                                    "nothing (a model an earlier install fetched is reported as installed). Exit 0 when "
+                                    "installed, 1 when it could not be, 2 on a usage error." % HUB_TIMEOUT_S)
     m.add_argument("name", help="a fastembed text model, e.g. sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2")
     m.set_defaults(fn=cmd_model)
     m = msub.add_parser("check", help="load the offline default model (no network) and embed one sentence")
@@ -668,6 +779,8 @@ def build_parser() -> argparse.ArgumentParser:
     control("graph", controls.cmd_graph, "chat: the handoff text this chat was last given")
     control("why", controls.cmd_why, "chat: why that handoff was selected")
     control("inspect", controls.cmd_inspect, "chat: the status line and every path this chat uses")
+    view.register(sub)
+    importer.register(sub)
     s = sub.add_parser("doctor", help="check the installation, hooks, config, model and data root; exit 1 on a problem")
     s.set_defaults(fn=doctor.cmd_doctor)
     return p

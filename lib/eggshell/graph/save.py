@@ -22,19 +22,21 @@ class Saved:
     index: list[dict]
 
 
-def save_turn(store: Store, record: dict, root: str | None = None) -> Saved:
+def save_turn(store: Store, record: dict, root: str | None = None, when: str | None = None) -> Saved:
     """Compile and commit one decoded turn record (the in-process form of egg-save).
 
     The record is redacted with the built-in rules first (redact.py): a journal the hooks
     wrote is already redacted (and stays the same), and a record from anywhere else
     (egg-save's input, a journal written before redaction existed) is made so here.
+    `when` is the commit's time (default now): `egg import` gives a turn the time it ran,
+    so a handoff states the age of its calls truly.
     """
     t = parse_turn(redact_record(record))
     if t.cwd:
         base = root if root is not None else find_project(t.cwd)
         t = Turn(t.session, t.turn, relative_cwd(t.cwd, base), t.prompt, t.tools, t.answer)
     compiled = compile_turn(t)
-    c = store.commit(compiled.roots, session=t.session, turn=t.turn, within=root)
+    c = store.commit(compiled.roots, session=t.session, turn=t.turn, when=when, within=root)
     if c is None:
         return Saved(t, None, [])
     view = view_of_turn(t, compiled, c.time, store.path)

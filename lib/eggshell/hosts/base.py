@@ -41,7 +41,7 @@ EVENT_KEYS = {
 }
 # A neutral answer: at most one of these keys; {} is "nothing to add".
 ANSWER_KEYS = {"context": "text for the model", "deny": "block the proposed call, with this reason", "status": "one line for the user"}
-TIMEOUT_S = 30  # the host's limit on one egg-hook run, written into its hooks file
+TIMEOUT_S = 30  # the host's limit on one egg-hook run, written into its hooks file (unless the host allows less)
 
 
 class Host:
@@ -60,6 +60,13 @@ class Host:
     required = False  # `egg doctor` fails without its hooks (else it reports them where its file exists)
     doctor_note = ""  # what `egg doctor` reminds the user of
     next_step = ""
+    # The most seconds the host lets a hook of an event run, where it allows less than TIMEOUT_S: a
+    # larger timeout in its hooks file is cut down, with a warning in every chat (hosts/codex.py).
+    timeout_limits: Mapping[str, int] = {}
+
+    def timeout(self, event: str) -> int:
+        """The timeout `egg install` registers for `event`: TIMEOUT_S, or less where the host allows less."""
+        return min(TIMEOUT_S, self.timeout_limits.get(event, TIMEOUT_S))
 
     def event(self, payload: object) -> object:
         """The payload as a lifecycle event; anything but an object is left for the journal step to refuse."""
@@ -114,8 +121,8 @@ class Host:
 
     def hook_groups(self, command: str) -> dict[str, dict]:
         """One hook group per event this host should run `command` (egg-hook) for."""
-        entry = {"type": "command", "command": command, "timeout": TIMEOUT_S}
-        return {event: ({"matcher": "*"} if event in self.tool_events else {}) | {"hooks": [dict(entry)]} for event in self.events}
+        return {event: ({"matcher": "*"} if event in self.tool_events else {}) |
+                {"hooks": [{"type": "command", "command": command, "timeout": self.timeout(event)}]} for event in self.events}
 
 
 def expand(path: str) -> str:

@@ -29,6 +29,9 @@ class Claude(Host):
     option_help = "Claude Code's settings file (default: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json)"
     next_step = ("Other settings and hooks in that file were kept. Next: start a new Claude Code session in a project "
                  "with .eggshell.toml (`egg init`); /hooks in Claude Code lists these hooks.")
+    # Claude Code 2.1.328 gives SessionEnd hooks one budget: the largest SessionEnd timeout, at least
+    # 1.5 s and at most 60 s (silently); every other event takes the timeout it is given.
+    timeout_limits = {"SessionEnd": 60}
 
     def settings_file(self, paths: Paths, env: Mapping[str, str], given: str | None) -> str:
         """With CLAUDE_CONFIG_DIR set, Claude Code reads only that directory's settings, not ~/.claude's."""

@@ -26,6 +26,10 @@ class Codex(Host):
     required = True  # the host Eggshell is set up for first (README)
     doctor_note = "Codex runs new or changed hooks only once you review and trust them: open /hooks in Codex"
     next_step = "Other hooks in that file were kept. Review and trust the new hooks in Codex with /hooks."
+    # Codex 0.169 cuts these down and warns in every chat ("warning: clamping SessionEnd hook timeout
+    # to 3s in .../hooks.json"), observed with 30 s and 100000 s on every event: the others keep theirs.
+    # egg-hook's own budget for them is 2 s (EGGSHELL_BUDGET_END_S), inside the 3.
+    timeout_limits = {"SessionEnd": 3, "Interrupt": 3}
 
     def deny_reason(self, text: str) -> str:
         # Codex appends ". Command: CMD": a reason ending in its own full stop would read "..".

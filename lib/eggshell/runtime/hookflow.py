@@ -138,14 +138,20 @@ def managed(host, raw: str, paths: _paths.Paths, deadline_from: float, res=None,
         deadline = deadline_from + budget_s(event, env)
         try:
             note = _paths.secure_data_root(paths.data_root)
-        except _paths.UnsafePath as e:  # someone else's: write nothing there, not even the log
+        except (_paths.UnsafePath, OSError) as e:  # someone else's, or open to others: write nothing there, not even the log
+            if not isinstance(e, _paths.UnsafePath):
+                from eggshell.runtime.health import data_root_off
+
+                e = data_root_off(paths.data_root, e)
             print("%s: failed open: %s" % (PROG, e), file=sys.stderr)
-            return {}, None
+            return host.reply(event, turnflow.refused_root(payload, paths, str(e))), None
         if note is not None:
             log_failure(paths, "data root", RuntimeError(note))
         st = turnflow.record(payload, paths)
         if st is None:
             return {}, None
+        if st.off is not None:  # memory is off for this project (SessionStart): say why, ask no manager
+            return host.reply(st.event, {"status": st.off}), None
         use_manager = env.get("EGGSHELL_MANAGER", "on") != "off"
         conn, start = None, use_manager
         advice_only = st.event in AFTER_TOOL_EVENTS

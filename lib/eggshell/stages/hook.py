@@ -24,7 +24,9 @@ USAGE = """usage: egg-hook HOST < payload.json
 Handle one hook event from a coding agent. HOST names the agent CLI: codex or
 claude (hosts/registry.py). Reads the hook's JSON payload on stdin and writes one JSON reply
 on stdout. Always exits 0: on any error the reply is {} and the error is logged
-to $EGGSHELL_DATA_ROOT/logs/hook.log. Projects without .eggshell.toml are ignored.
+to $EGGSHELL_DATA_ROOT/logs/hook.log; SessionStart's reply then says why memory is
+off (a broken config, a refused data root or store, a store that cannot be read).
+Projects without .eggshell.toml are ignored.
 
 What must survive (the prompt, each tool result, the end of a turn) is journaled
 first, in this process. The reply then comes from the warm manager of the data

@@ -50,11 +50,13 @@ A malformed line is answered with {"hits":[],"error":...} so replies stay in ste
 example:
   echo '{"query":{"text":"where is late_fee computed"}}' | egg-query --egg .eggs/work.egg | egg-extract --egg .eggs/work.egg
 
-exit status: 0 ok; 1 some lines were malformed; 2 usage or store error.""",
+exit status: 0 ok; 1 some lines were malformed; 2 usage or store error (a --egg file
+that does not exist is one: a typo must not read as "nothing relevant"; no line is read).""",
     )
-    p.add_argument("--egg", action="append", required=True, metavar="PATH", help="a .egg store to search (repeatable)")
+    p.add_argument("--egg", action="append", required=True, metavar="PATH", help="a .egg store to search (repeatable; it must exist)")
     p.add_argument("--mode", choices=MODES, help="ranking mode (default: `mode` in the config, else hybrid)")
-    p.add_argument("--top-k", type=stage.positive_int, default=DEFAULT_TOP_K, help="most hits per query (default %(default)s)")
+    p.add_argument("--top-k", type=stage.positive_int,
+                   help="most hits per query (default: `top_k` in the config, else %d)" % DEFAULT_TOP_K)
     p.add_argument("--min-coverage", type=stage.fraction, default=DEFAULT_MIN_COVERAGE,
                    help="least idf-weighted share of the query a lexical hit must hold (default %(default)s)")
     p.add_argument("--anchor-k", type=int, default=DEFAULT_ANCHOR_K, help="anchor matches pinned first (default %(default)s)")
@@ -64,6 +66,14 @@ exit status: 0 ok; 1 some lines were malformed; 2 usage or store error.""",
     a = p.parse_args(argv)
     import os
 
+    missing = [path for path in a.egg if not os.path.lexists(path)]
+    if missing:
+        # Store.open reads a missing file as an empty store (a writer creates it); a reader
+        # given a path by hand would answer every query with no hits and exit 0.
+        for path in missing:
+            stage.warn(PROG, "%s: no such store; nothing was searched (check the path: a store exists once a turn "
+                             "was saved to it)" % path)
+        return 2
     from eggshell import config as _config
     from eggshell.search import matcher
     from eggshell.paths import from_env
@@ -76,12 +86,13 @@ exit status: 0 ok; 1 some lines were malformed; 2 usage or store error.""",
             from dataclasses import replace
 
             cfg = replace(cfg, mode=a.mode)
+        top_k = a.top_k or cfg.top_k
         log = lambda m: stage.warn(PROG, m)  # noqa: E731
-        semantic, close = matcher.choose(cfg, paths.data_root, paths.bin_dir, semantic_depth(a.top_k), log, prefer_in_process=a.in_process)
+        semantic, close = matcher.choose(cfg, paths.data_root, paths.bin_dir, semantic_depth(top_k), log, prefer_in_process=a.in_process)
         trace = None if a.no_trace else os.path.join(paths.data_root, "semantic", "matcher-trace.jsonl")
         searcher = Searcher((Store.open(path) for path in a.egg), semantic=semantic, trace=trace,
                             settings=Settings.from_config(cfg, anchor_k=a.anchor_k))
-        bad = run(searcher, sys.stdin, sys.stdout, a.top_k, a.min_coverage)
+        bad = run(searcher, sys.stdin, sys.stdout, top_k, a.min_coverage)
     except (EggError, OSError, _config.ConfigError) as e:
         stage.warn(PROG, str(e))
         return 2

@@ -17,6 +17,8 @@ from eggshell.paths import PROJECT_CONFIG
 from eggshell.graph.records import turn_views
 from eggshell.graph.save import save_turn
 from eggshell.graph.store import Store
+from eggshell.core.identity import content_hex, display_key
+from eggshell.core.values import Atom
 from helpers import bash, read_bytes, turn_record
 from helpers.cli_env import Egg
 
@@ -114,7 +116,9 @@ def test_install_into_a_fresh_codex_home(egg):
     data = egg.hooks_json()
     assert set(data) == {"hooks"} and list(data["hooks"]) == EVENTS
     for ev in EVENTS:
-        assert data["hooks"][ev] == [{"hooks": [{"type": "command", "command": HOOK_CMD, "timeout": 30}]}]
+        # Codex 0.169 cuts a SessionEnd timeout over 3 s down, warning in every chat: 3 is what it allows
+        timeout = 3 if ev == "SessionEnd" else 30
+        assert data["hooks"][ev] == [{"hooks": [{"type": "command", "command": HOOK_CMD, "timeout": timeout}]}], ev
     assert "command: %s" % HOOK_CMD in out and "/hooks" in out
 
 
@@ -276,11 +280,29 @@ def test_show_a_turn_by_key_and_by_prefix(egg, store):
     rc, out, _ = egg("show", v.key, "--egg", store.path)
     assert rc == 0
     assert out.startswith("turn %s  session sess-a  turn t1" % v.key)
-    assert "REQUEST\nwhere is late_fee computed?\n" in out
-    assert "TOOL " in out and "Bash: grep -rn late_fee src/\nsrc/billing.py:42: def late_fee(days):\n" in out
+    request, work = store_key(store, Atom.text(v.prompt)), store_key(store, Atom.text(v.tools[0].work))
+    assert "REQUEST  [request %s]\nwhere is late_fee computed?\n" % request in out
+    assert ("TOOL %s Bash: grep -rn late_fee src/  [work %s]\nsrc/billing.py:42: def late_fee(days):\n"
+            % (display_key(v.tools[0].id), work)) in out
     assert out.endswith("OUTCOME\nlate_fee is computed in src/billing.py, line 42\n")
     for prefix in (v.id, v.key[:8], v.key.upper()):
         assert egg("show", prefix, "--egg", store.path) == (0, out, "")
+
+
+def store_key(store, value) -> str:
+    """The display key of a node the store holds (so a key `egg show` prints names something there)."""
+    key = display_key(content_hex(value))
+    assert content_hex(value) in store.graph.nodes
+    return key
+
+
+def test_show_prints_the_keys_egg_union_takes_and_they_name_those_texts(egg, store):
+    v = view_of(store, "t1")
+    out = egg("show", v.key, "--egg", store.path)[1]
+    work = out.split("  [work ")[1][:12]
+    request = out.split("REQUEST  [request ")[1][:12]
+    assert egg("show", work, "--egg", store.path)[1] == 'Bash\n{"command":"grep -rn late_fee src/"}\n'
+    assert egg("show", request, "--egg", store.path)[1] == "where is late_fee computed?\n"
 
 
 def test_show_an_interrupted_turn(egg, store):
@@ -339,6 +361,33 @@ def test_find(egg, store):
     assert "docker" not in out
 
 
+def test_find_lists_as_many_turns_as_a_chats_search_would(egg):
+    """One default for every search: the config's top_k (5 unless set), which --top-k overrides."""
+    path = str(egg.tmp / "many.egg")
+    s = Store.open(path)
+    for i in range(9):
+        save_turn(s, turn_record(session="s", turn="t%d" % i, prompt="late_fee question %d" % i,
+                                 tools=[bash("grep late_fee %d" % i, "late_fee %d\n" % i)], answer="late_fee answer %d" % i), root="/")
+    listed = lambda *more: sum(1 for x in egg("find", "late_fee", "--egg", path, *more)[1].splitlines() if not x.startswith(" "))  # noqa: E731
+    assert listed() == config.Config().top_k == 5
+    assert listed("--top-k", "7") == 7
+    (egg.cwd / PROJECT_CONFIG).write_text("top_k = 2\n")
+    assert listed() == 2
+
+
+def test_every_search_has_the_one_default_top_k(capsys):
+    from eggshell.search import rank
+    from eggshell.stages import index, query
+
+    assert config.Config().top_k == config.DEFAULT_TOP_K == rank.Settings().top_k == rank.DEFAULT_TOP_K == 5
+    assert "top_k = 5\n" in config.PROJECT_TEMPLATE
+    for main, argv, said in ((cli.main, ["find", "--help"], "else 5)"), (query.main, ["--help"], "else 5)"),
+                             (index.main, ["--help"], "(default 5)")):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert said in " ".join(capsys.readouterr().out.split())
+
+
 def test_find_refuses_a_negative_top_k(egg, store):
     with pytest.raises(SystemExit) as e:
         egg("find", "late_fee", "--top-k", "-1", "--egg", store.path)
@@ -358,6 +407,10 @@ def test_fsck_good_file(egg, store):
     rc, out, _ = egg("fsck", store.path)
     assert rc == 0
     assert out.startswith("%s: ok: " % store.path) and "2 commits, 2 turns" in out
+    one = str(egg.tmp / "one.egg")
+    save_turn(Store.open(one), LATE_FEE, root="/")
+    assert egg("fsck", one)[1].endswith(": ok: %d lines, 1 commit, 1 turn, %d roots, 0 unions\n" % (
+        Store.open(one).graph.lines, len(Store.open(one).graph.root_ids)))
     assert read_bytes(store.path) == before
 
 
@@ -447,6 +500,8 @@ def test_status_outside_and_inside_a_project(egg, store):
     rc, out, _ = egg("status")
     assert rc == 0 and "project    %s\n" % egg.cwd in out
     assert "store      %s (2 turns)  [write]" % (egg.cwd / ".eggs" / "work.egg") in out
+    assert egg("forget", view_of(store, "t2").key)[0] == 0
+    assert "store      %s (1 turn)  [write]\n" % (egg.cwd / ".eggs" / "work.egg") in egg("status")[1]
     assert "profiles   work, private, off (default work; a chat picks one with `egg use`)\n" in out
 
 
@@ -555,6 +610,53 @@ def test_model_install_of_the_default_reports_where_it_is(monkeypatch, capsys):
     assert "nothing to download" in capsys.readouterr().out
 
 
+HUB_DOWN = [{"HTTPS_PROXY": "http://127.0.0.1:1"},  # a proxy that refuses: the same answer with or without a network
+            {"HF_ENDPOINT": "https://10.255.255.1"}]  # an address nothing routes to (the suite also runs in `unshare -n`)
+
+
+@pytest.mark.parametrize("env", HUB_DOWN, ids=["refusing-proxy", "unroutable-hub"])
+def test_model_install_fails_fast_and_changes_nothing_when_the_hub_cannot_be_reached(egg, monkeypatch, env):
+    import time
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    t = time.monotonic()
+    rc, out, err = egg("model", "install", "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2")
+    took = time.monotonic() - t
+    assert (rc, out) == (1, "")
+    assert took < 10, took  # fastembed alone retries for 40 s before it gives up
+    host = "10.255.255.1" if "HF_ENDPOINT" in env else "huggingface.co"
+    assert err.startswith("egg: could not install sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2: its model "
+                          "hub cannot be reached from here (%s: " % host), err
+    assert err.endswith("within 3 s).\nNothing was changed; the default model stays in use. Run this where %s can be "
+                        "reached, or point HF_ENDPOINT at a mirror (or HTTPS_PROXY at a proxy) that can reach it.\n" % host)
+    assert not egg.prefix.exists()  # not even an empty model directory
+
+
+def test_model_install_offline_reports_a_model_an_earlier_install_fetched(egg, monkeypatch):
+    """A model already in the download cache loads offline: it is installed, though the hub is down."""
+    from eggshell.search.installed import default_model_dir, downloaded_models_dir
+
+    model = default_model_dir()  # the offline default's files, laid out as fastembed's cache holds a download
+    assert os.path.isfile(os.path.join(model, "model.onnx")), "the offline default model is not installed (./install.sh)"
+    snap = os.path.join(downloaded_models_dir(), "models--Qdrant--all-MiniLM-L6-v2-onnx")
+    os.makedirs(os.path.join(snap, "snapshots", "abc123"))
+    os.makedirs(os.path.join(snap, "refs"))
+    with open(os.path.join(snap, "refs", "main"), "w") as f:
+        f.write("abc123")
+    for name in os.listdir(model):
+        os.symlink(os.path.join(model, name), os.path.join(snap, "snapshots", "abc123", name))
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:1")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    rc, out, err = egg("model", "install", "sentence-transformers/all-MiniLM-L6-v2")
+    assert (rc, err) == (0, ""), err
+    assert out.startswith("sentence-transformers/all-MiniLM-L6-v2 is already installed in %s (384 dimensions); its model "
+                          "hub cannot be reached (huggingface.co: " % downloaded_models_dir())
+    assert out.endswith("so nothing was downloaded. Use it with `model = \"sentence-transformers/all-MiniLM-L6-v2\"` in "
+                        "your config.\n")
+
+
 # -- union / split ----------------------------------------------------------------------------------
 
 
@@ -583,8 +685,43 @@ def test_union_refuses_values_with_different_provenance(egg, store):
     from eggshell.core.identity import content_hex, display_key
 
     rc, _, err = egg("union", t1.id[:12], display_key(content_hex(w)), "--egg", store.path)  # an Outcome edge vs a Work
-    assert rc == 1 and "same Exact footprint" in err
+    assert rc == 1 and err.startswith("egg: %s is a tool outcome (the TOOL key; its work is %s) and %s is a recorded text: "
+                                      % (t1.id[:12], display_key(content_hex(w)), display_key(content_hex(w))))
+    assert "For these two" not in err  # a tool outcome and a text: no pair of Works to offer
     assert store.graph.unions() == []
+
+
+def test_union_of_two_tool_keys_says_what_it_takes_and_where_the_keys_are(egg, store):
+    """The TOOL keys `egg show` prints name outcomes, which carry provenance: the refusal names the
+    kinds a union takes, where `egg show` prints their keys, and the command for these two."""
+    t1, t2 = view_of(store, "t1").tools[0], view_of(store, "t2").tools[0]
+    k1, k2 = display_key(t1.id), display_key(t2.id)
+    w1, w2 = display_key(content_hex(Atom.text(t1.work))), display_key(content_hex(Atom.text(t2.work)))
+    rc, out, err = egg("union", k1, k2, "--egg", store.path)
+    assert (rc, out) == (1, "")
+    assert err == ("egg: %s is a tool outcome (the TOOL key; its work is %s) and %s is a tool outcome (the TOOL key; its work "
+                   "is %s): their provenance (the session, turn and call that observed them) differs, and no union may "
+                   "change provenance. A union joins two Works, which carry none: two tool calls' works or two requests. "
+                   "`egg show TURN` prints their keys: [work KEY] on each TOOL line, [request KEY] on REQUEST. For these "
+                   "two: egg union %s %s\n" % (k1, w1, k2, w2, w1, w2))
+    assert Store.open(store.path).graph.unions() == []
+    # the command it names works
+    rc, out, _ = egg("union", w1, w2, "--egg", store.path)
+    assert rc == 0 and len(Store.open(store.path).graph.unions()) == 1
+    # two turns (the keys `egg find` prints): their requests
+    a, b = view_of(store, "t1"), view_of(store, "t2")
+    err = egg("union", a.key, b.key, "--egg", store.path)[2]
+    assert err.endswith("For these two: egg union %s %s\n" % (display_key(content_hex(Atom.text(a.prompt))),
+                                                           display_key(content_hex(Atom.text(b.prompt)))))
+    assert "a turn (interrupted; its request is " in err  # t2 never answered
+
+
+def test_union_help_names_the_keys_egg_show_prints(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["union", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert e.value.code == 0
+    assert "[work KEY] on every TOOL line, [request KEY] on REQUEST" in out and "a tool outcome or a turn" in out
 
 
 def test_every_exception_eggshell_defines_has_the_one_base():

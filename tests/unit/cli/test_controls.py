@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
+import sys
 
 import pytest
 
@@ -198,12 +200,35 @@ def test_a_corrupt_state_turns_memory_off_until_egg_on(egg):
     assert egg.chat().load().last_reason == ""
 
 
+WORK_DOES = "records each turn to project and reads project"
+
+
 def test_use_sets_the_chats_profile(egg):
-    assert egg("use", "private") == (0, "egg private selected: reads [project] -> read-only\n", "")
+    assert egg("use", "private") == (0, "egg: from the next prompt on, this chat records nothing and reads project "
+                                        "(profile private; was work, which %s)\n" % WORK_DOES, "")
     assert egg.chat().load().profile == "private"
     sel = egg.chat().begin_turn(egg.cfg(), "t1")
     assert (sel.profile, sel.write) == ("private", None) and sel.read == (egg.egg,)
     assert egg.chat().begin_turn(egg.cfg(), "t2").profile == "private"
+
+
+def test_use_says_in_words_what_changed_for_every_mode(egg):
+    (egg.proj / PROJECT_CONFIG).write_text(config.PROJECT_TEMPLATE + '\n[profiles.lean]\nread = ["project"]\nhandoff_chars = 400\n')
+    said = lambda *argv: egg(*argv)[1]  # noqa: E731
+    assert said("use", "work") == "egg: this chat already uses profile work: it %s (nothing changed)\n" % WORK_DOES
+    assert said("use", "off") == ("egg: from the next prompt on, this chat records nothing and reads nothing "
+                                  "(profile off; was work, which %s)\n" % WORK_DOES)
+    assert said("use", "private") == ("egg: from the next prompt on, this chat records nothing and reads project "
+                                      "(profile private; was off, which records nothing and reads nothing)\n")
+    assert said("use", "lean") == ("egg: from the next prompt on, this chat records nothing and reads project "
+                                   "(profile lean; was private, which records nothing and reads project)\n")
+    assert said("use", "work") == ("egg: from the next prompt on, this chat %s (profile work; was lean, which records "
+                                   "nothing and reads project)\n" % WORK_DOES)
+    assert said("use", "work") == "egg: this chat already uses profile work: it %s (nothing changed)\n" % WORK_DOES
+    # what the words say is what the next turn gets
+    egg("use", "off")
+    sel = egg.chat().begin_turn(egg.cfg(), "t1")
+    assert (sel.enabled, sel.read, sel.write) == (False, (), None)
 
 
 def test_use_and_next_refuse_an_unknown_profile(egg):
@@ -289,12 +314,49 @@ def test_drop_discards_the_journal_and_marks_the_turn(egg):
     egg.prompt()
     egg.tool("ls", "a\n")
     rc, out, _ = egg("drop")
-    assert rc == 0 and out.startswith("egg dropped turn turn-aaa: it will not be saved")
-    assert "What already reached the .egg stays" in out and "egg split" in out and "egg next private" in out
+    assert rc == 0 and out == ("egg dropped turn turn-aaa: nothing of it was saved, and its journal was discarded, so "
+                               "nothing of it will be.\nTo keep a turn out of memory from its start, run `egg next "
+                               "private` (read-only) or `egg next off` before sending it.\n")
     assert not egg.journal.has(THREAD, "turn-aaaa1111")
     assert egg.chat().is_dropped("turn-aaaa1111")
     rc, _, err = egg("keep")
     assert rc == 1 and "nothing journaled" in err
+
+
+def test_drop_after_keep_says_the_turn_is_saved_already_and_how_to_forget_it(egg):
+    egg.prompt()
+    egg.tool("ls", "a\n")
+    egg.stop("one file")
+    assert egg("keep")[0] == 0
+    (v,) = egg.turns()
+    rc, out, _ = egg("drop")
+    assert rc == 0 and out == ("egg dropped turn turn-aaa: its journal was discarded and nothing more of it will be "
+                               "saved, but it was already saved to %s (1 tool call and its answer): `egg forget %s` "
+                               "takes it out of memory, and `egg compact --purge %s` then removes its text from the "
+                               "file.\n" % (egg.egg, v.key, egg.egg))
+    # what it says works: the key forgets that turn
+    assert egg("forget", v.key)[0] == 0 and egg.turns() == []
+    # a turn kept to another egg than its target is found there too
+    (egg.proj / PROJECT_CONFIG).write_text(config.PROJECT_TEMPLATE.replace('project = ".eggs/work.egg"\n', 'project = ".eggs/work.egg"\nnotes = "notes.egg"\n'))
+    egg.prompt("turn-bbbb2222")
+    egg.tool("ls", "b\n", turn="turn-bbbb2222")
+    assert egg("keep", "notes")[0] == 0
+    rc, out, _ = egg("drop")
+    assert rc == 0 and "but it was already saved to %s (1 tool call)" % (egg.proj / "notes.egg") in out
+
+
+def test_drop_with_nothing_journaled_names_a_last_turn_that_was_saved(egg):
+    egg.prompt()
+    egg.tool("ls", "a\n")
+    egg.stop("one file")
+    assert egg("keep")[0] == 0
+    (v,) = egg.turns()
+    egg.journal.discard(THREAD, "turn-aaaa1111")  # as the save queue does once a sealed turn landed
+    rc, out, err = egg("drop")
+    assert (rc, out) == (1, "") and err == ("egg: nothing journaled in this chat: no turn to drop (the last turn, turn-aaa: "
+                                           "it was already saved to %s (1 tool call and its answer): `egg forget %s` takes "
+                                           "it out of memory, and `egg compact --purge %s` then removes its text from the "
+                                           "file)\n" % (egg.egg, v.key, egg.egg))
 
 
 def test_keep_refuses_a_dropped_turn_whose_journal_came_back(egg):
@@ -383,7 +445,9 @@ def test_doctor_all_good(egg, monkeypatch):
     model = egg.tmp / "model"
     model.mkdir()
     (model / "model.onnx").write_bytes(b"x")
-    monkeypatch.setattr("eggshell.search.embed.default_model_dir", lambda prefix=None: str(model))
+    monkeypatch.setattr("eggshell.search.installed.default_model_dir", lambda prefix=None: str(model))
+    monkeypatch.setenv("SHELL", shutil.which("bash"))
+    (egg.home / ".profile").write_text('export PATH="%s:$PATH"\n' % BIN)  # what Codex's login shell reads
     rc, out, err = egg("doctor")
     lines = out.splitlines()
     assert (rc, err) == (0, "")
@@ -392,10 +456,39 @@ def test_doctor_all_good(egg, monkeypatch):
         "ok   Codex hooks: %s runs egg-hook for %s" % (os.path.join(egg.paths.codex_home, "hooks.json"), ", ".join(CODEX.events)),
         "note Codex runs new or changed hooks only once you review and trust them: open /hooks in Codex",
         "ok   config loads: %s (default profile work)" % (egg.proj / PROJECT_CONFIG),
-        "ok   embedding model at %s" % model,
+        "ok   semantic matcher: built-in model all-MiniLM-L6-v2 at %s" % model,
         "ok   data root %s is writable (it will be created)" % egg.paths.data_root,
         "note warm manager: not running (the next hook starts one); 0 turns journaled",
+        "ok   a login shell (`bash -lc`, as Codex runs `!egg`) finds %s" % os.path.join(BIN, "egg"),
     ]
+    (egg.home / ".profile").unlink()  # a WARN is to fix, but the hooks work without it
+    rc, out, _ = egg("doctor")
+    assert rc == 0 and out.splitlines()[-1].startswith("WARN a login shell (`bash -lc`, as Codex runs `!egg`) finds no egg")
+
+
+def test_doctor_warns_of_an_installed_timeout_the_host_cuts_down(egg):
+    hooks = os.path.join(egg.paths.codex_home, "hooks.json")
+    assert egg("install", "codex")[0] == 0  # writes what Codex allows: nothing to warn of
+    line = lambda label: next(x for x in egg("doctor")[1].splitlines() if "%s hooks: " % label in x)  # noqa: E731
+    assert line("Codex").startswith("ok   Codex hooks: %s runs egg-hook" % hooks)
+    with open(hooks) as f:
+        data = json.load(f)
+    data["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] = 30  # what `egg install` wrote before
+    with open(hooks, "w") as f:
+        json.dump(data, f)
+    rc, out, _ = egg("doctor")
+    assert ("WARN Codex hooks: %s gives egg-hook more time than Codex allows, so it is cut down: SessionEnd 30 s "
+            "(at most 3 s); run `egg install codex`, which writes what it allows" % hooks) in out.splitlines()
+    assert egg("install", "codex")[0] == 0 and line("Codex").startswith("ok   ")
+    # Claude Code's limit is its own: 30 s is within it, 90 s is not
+    settings = egg.home / ".claude" / "settings.json"
+    assert egg("install", "claude")[0] == 0 and line("Claude Code").startswith("ok   ")
+    data = json.loads(settings.read_text())
+    data["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] = 90
+    settings.write_text(json.dumps(data))
+    assert line("Claude Code") == ("WARN Claude Code hooks: %s gives egg-hook more time than Claude Code allows, so it is "
+                                   "cut down: SessionEnd 90 s (at most 60 s); run `egg install claude`, which writes what it "
+                                   "allows" % settings)
 
 
 def test_doctor_reports_a_saved_turn_stuck_in_the_queue(egg):
@@ -420,7 +513,7 @@ def test_doctor_reports_a_saved_turn_stuck_in_the_queue(egg):
 def test_doctor_reports_each_failure_with_its_fix(egg, monkeypatch):
     install_codex_hooks(egg, events=CODEX.events[:2])
     (egg.proj / PROJECT_CONFIG).write_text("top_k = 0\n")
-    monkeypatch.setattr("eggshell.search.embed.default_model_dir", lambda prefix=None: str(egg.tmp / "nomodel"))
+    monkeypatch.setattr("eggshell.search.installed.default_model_dir", lambda prefix=None: str(egg.tmp / "nomodel"))
     bindir = egg.tmp / "bin"
     bindir.mkdir()
     (bindir / "egg-hook").write_text("#!/bin/sh\n")  # not executable
@@ -437,7 +530,9 @@ def test_doctor_reports_each_failure_with_its_fix(egg, monkeypatch):
     assert lines[1].startswith("FAIL Codex hooks: ") and lines[1].endswith(
         "lacks egg-hook for %s: run `egg install codex`" % ", ".join(CODEX.events[2:]))
     assert lines[3].startswith("FAIL config: %s: 'top_k' must be" % (egg.proj / PROJECT_CONFIG))
-    assert lines[4].startswith("FAIL embedding model missing at ") and "run ./install.sh" in lines[4]
+    assert lines[4] == ("FAIL semantic matcher: the built-in model all-MiniLM-L6-v2 is not installed at %s (no model.onnx): "
+                        "run ./install.sh, or set mode = \"lexical\"; until then prompts are matched lexically only (under the "
+                        "built-in settings: the config does not load)" % (egg.tmp / "nomodel"))
     if os.geteuid() != 0:  # root writes anywhere
         assert lines[5].startswith("FAIL data root %s is not writable" % (ro / "data"))
 
@@ -455,10 +550,63 @@ def test_doctor_without_codex_hooks_and_with_claude_settings(egg):
                for x in egg("doctor")[1].splitlines())
 
 
-def test_doctor_model_is_only_a_note_when_search_is_lexical(egg, monkeypatch):
-    monkeypatch.setattr("eggshell.search.embed.default_model_dir", lambda prefix=None: str(egg.tmp / "nomodel"))
+def global_config(egg, text: str) -> None:
+    """The user's own config file: the only one that may name a semantic_matcher program."""
+    os.makedirs(os.path.dirname(egg.paths.global_config), exist_ok=True)
+    with open(egg.paths.global_config, "w") as f:
+        f.write(text)
+
+
+def matcher_lines(egg) -> tuple[str, str]:
+    """(`egg status`'s matcher line, `egg doctor`'s semantic matcher line)."""
+    status = [x for x in egg("status")[1].splitlines() if x.startswith("matcher ")]
+    doctor = [x for x in egg("doctor")[1].splitlines() if "semantic matcher: " in x]
+    assert len(status) == len(doctor) == 1, (status, doctor)
+    return status[0], doctor[0]
+
+
+def test_status_and_doctor_name_the_semantic_matcher_in_force(egg, monkeypatch):
+    model = egg.tmp / "model"
+    model.mkdir()
+    (model / "model.onnx").write_bytes(b"x")
+    monkeypatch.setattr("eggshell.search.installed.default_model_dir", lambda prefix=None: str(model))
+    assert matcher_lines(egg) == ("matcher    built-in model all-MiniLM-L6-v2 at %s, mode hybrid" % model,
+                                  "ok   semantic matcher: built-in model all-MiniLM-L6-v2 at %s" % model)
     (egg.proj / PROJECT_CONFIG).write_text('mode = "lexical"\n')
-    assert any(x.startswith("note embedding model missing") and "not needed here" in x for x in egg("doctor")[1].splitlines())
+    assert matcher_lines(egg) == ('matcher    lexical only (mode = "lexical")',
+                                  'ok   semantic matcher: lexical only (mode = "lexical")')
+    (egg.proj / PROJECT_CONFIG).write_text("")
+    global_config(egg, "semantic_matcher = false\n")
+    assert matcher_lines(egg) == ("matcher    lexical only (semantic_matcher = false)",
+                                  "ok   semantic matcher: lexical only (semantic_matcher = false)")
+    prog = egg.tmp / "my matcher"
+    global_config(egg, 'semantic_matcher = [%s, "--top", "8"]\n' % json.dumps(str(prog)))
+    shown = "program `'%s' --top 8` (semantic_matcher)" % prog  # the command line as a shell reads it
+    assert matcher_lines(egg) == ("matcher    lexical only: the semantic_matcher program %s is missing or not executable: "
+                                  "fix semantic_matcher in your config, or set semantic_matcher = false" % prog,
+                                  "FAIL semantic matcher: the semantic_matcher program %s is missing or not executable: fix "
+                                  "semantic_matcher in your config, or set semantic_matcher = false; until then prompts "
+                                  "are matched lexically only" % prog)
+    shutil.copy(sys.executable, prog)
+    os.chmod(prog, stat.S_IRWXU)
+    assert matcher_lines(egg) == ("matcher    %s, mode hybrid" % shown, "ok   semantic matcher: %s" % shown)
+
+
+def test_status_and_doctor_say_when_the_model_is_missing(egg, monkeypatch):
+    monkeypatch.setattr("eggshell.search.installed.default_model_dir", lambda prefix=None: str(egg.tmp / "nomodel"))
+    missing = ("the built-in model all-MiniLM-L6-v2 is not installed at %s (no model.onnx): run ./install.sh, or set "
+               "mode = \"lexical\"" % (egg.tmp / "nomodel"))
+    assert matcher_lines(egg) == ("matcher    lexical only: " + missing,
+                                  "FAIL semantic matcher: %s; until then prompts are matched lexically only" % missing)
+    (egg.proj / PROJECT_CONFIG).write_text('mode = "lexical"\n')  # not needed then
+    assert matcher_lines(egg)[1] == 'ok   semantic matcher: lexical only (mode = "lexical")'
+    (egg.proj / PROJECT_CONFIG).write_text('model = "BAAI/bge-small-en-v1.5"\n')
+    d = os.path.join(str(egg.prefix), "share", "eggshell", "models", "fastembed")
+    assert matcher_lines(egg)[0] == ("matcher    lexical only: the model BAAI/bge-small-en-v1.5 is not downloaded into %s: "
+                                     "run `egg model install BAAI/bge-small-en-v1.5`, or set mode = \"lexical\"" % d)
+    os.makedirs(os.path.join(d, "models--qdrant--bge-small-en-v1.5-onnx-q"))  # what `egg model install` leaves
+    assert matcher_lines(egg) == ("matcher    model BAAI/bge-small-en-v1.5 from %s, mode hybrid" % d,
+                                  "ok   semantic matcher: model BAAI/bge-small-en-v1.5 from %s" % d)
 
 
 def test_doctor_names_quarantined_events_and_leftover_telemetry(egg, monkeypatch):

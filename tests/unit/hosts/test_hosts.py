@@ -61,6 +61,17 @@ def test_neutral_answers_become_the_hosts_replies(host):
     assert deny["permissionDecisionReason"] == ("It was run before" if host is CODEX else "It was run before.")
 
 
+def test_each_host_registers_timeouts_it_accepts():
+    """A timeout over the host's limit is cut down (Codex 0.169 warns of it in every chat)."""
+    for host in (CODEX, CLAUDE):
+        for event, group in host.hook_groups("egg-hook %s" % host.name).items():
+            (entry,) = group["hooks"]
+            assert entry["timeout"] == min(30, host.timeout_limits.get(event, 30)), (host.name, event)
+    assert CODEX.hook_groups("x")["SessionEnd"]["hooks"][0]["timeout"] == 3
+    assert CLAUDE.hook_groups("x")["SessionEnd"]["hooks"][0]["timeout"] == 30  # its limit is 60 s
+    assert {e for e in CODEX.events if CODEX.timeout(e) < 30} == {"SessionEnd"}
+
+
 def test_hook_groups_and_settings_files():
     codex = CODEX.hook_groups("/p/bin/egg-hook codex")
     assert list(codex) == list(CODEX.events) and all("matcher" not in g for g in codex.values())

@@ -207,3 +207,11 @@ def test_trace_records_every_ranking_with_scores_and_timings(semantic_provider, 
     assert t["fused"][0][0] == t["selected"][0] == 1 and t["anchors"] == []  # no pinning by default
     assert set(t["timings_ms"]) >= {"lexical", "semantic", "fuse", "total"} and "MiniLM" in t["model"]
     assert oct(os.stat(trace).st_mode & 0o777) == "0o600"
+
+
+def test_main_answers_at_most_the_one_default_top_k(monkeypatch, capsys):
+    """egg-index without --top-k caps a reply at 5, the default every search shares (config.DEFAULT_TOP_K)."""
+    cands = [{"id": str(i), "text": "late fee rule %d" % i} for i in range(9)]
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"query": {"text": "late fee"}, "candidates": cands}) + "\n"))
+    assert index.main(["--mode", "lexical"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["related"]) == 5

@@ -308,6 +308,43 @@ def test_main_exit_status(one_store, monkeypatch, capsys):
     assert rc == 0 and len(json.loads(out)["hits"]) == 1
 
 
+def test_main_lists_the_configs_top_k_by_default(egg, tmp_path, monkeypatch, capsys):
+    """egg-query's default is the config's top_k (5 unless set), as a chat's search gets."""
+    store = make_store(egg, [turn_record(session="s", turn="t%d" % i, prompt="late_fee question %d" % i,
+                                         tools=[bash("grep late_fee %d" % i, "late_fee %d\n" % i)], answer="late_fee %d" % i)
+                             for i in range(9)])
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("EGGSHELL_PREFIX", str(tmp_path / "prefix"))  # no global config of the user's
+    monkeypatch.delenv("EGGSHELL_CONFIG", raising=False)
+
+    def hits(*args):
+        monkeypatch.setattr("sys.stdin", io.StringIO('{"query":{"text":"late_fee"}}\n'))
+        assert query.main(["--egg", store.path, "--mode", "lexical", "--no-trace", *args]) == 0
+        return len(json.loads(capsys.readouterr().out)["hits"])
+
+    assert hits() == 5
+    assert hits("--top-k", "7") == 7
+    (here / ".eggshell.toml").write_text("top_k = 3\n")
+    assert hits() == 3
+
+
+def test_main_refuses_a_store_that_does_not_exist(one_store, tmp_path, monkeypatch, capsys):
+    """A --egg path that names no file is a usage error (exit 2, named on stderr), not "no hits"."""
+    missing = str(tmp_path / "typo.egg")
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"query":{"text":"late_fee"}}\n'))
+    assert query.main(["--egg", one_store.path, "--egg", missing]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert cap.err == ("egg-query: %s: no such store; nothing was searched (check the path: a store exists once a turn was "
+                       "saved to it)\n" % missing)
+    assert not (tmp_path / "typo.egg").exists()
+    with pytest.raises(SystemExit):
+        query.main(["--help"])
+    assert "a --egg file that does not exist is one" in " ".join(capsys.readouterr().out.split())
+
+
 def test_main_damaged_store_is_exit_2(one_store, monkeypatch, capsys):
     data = open(one_store.path, "rb").read().splitlines(keepends=True)
     data[1] = data[1].replace(b'"node":"', b'"node":"0', 1)  # a 65-character id

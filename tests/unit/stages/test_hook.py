@@ -340,8 +340,9 @@ def test_invalid_project_config_fails_open(env, text, logged):
     before = read_bytes(env.egg)
     env.respond(env.prompt("where is late_fee?", turn="t2"))  # journaled while the config was good
     env.write_config(text)
-    for p in (env.ev("SessionStart"), env.prompt("where is late_fee?", turn="t3"), env.tool("ls", "a\n", turn="t2"),
-              env.stop("x", turn="t2")):
+    # SessionStart says memory is off and why (tests/unit/runtime/test_session_notices.py); the rest answer {}
+    assert env.respond(env.ev("SessionStart"))["systemMessage"].startswith("Eggshell is OFF for this project: ")
+    for p in (env.prompt("where is late_fee?", turn="t3"), env.tool("ls", "a\n", turn="t2"), env.stop("x", turn="t2")):
         assert env.respond(p) == {}
     log = env.log_text()
     assert [line.split()[1:3] for line in log.splitlines()] == [["SessionStart", "ConfigError:"], ["UserPromptSubmit", "ConfigError:"]]
@@ -368,7 +369,7 @@ def test_unreadable_project_config_fails_open(env, monkeypatch):
 def test_damaged_store_is_not_changed_and_the_error_is_logged(env):
     record_late_fee(env)
     damaged = damage(env.egg)
-    assert env.respond(env.ev("SessionStart")) == {}
+    assert env.respond(env.ev("SessionStart"))["systemMessage"].startswith("Eggshell is OFF for this project: %s:" % env.egg)
     assert env.respond(env.prompt("where is late_fee computed?", turn="t2")) == {}
     assert env.respond(env.tool("grep late_fee", "x\n", turn="t2")) == {}
     assert env.respond(env.stop("it is in billing.py", turn="t2")) == {}

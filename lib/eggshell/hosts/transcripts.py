@@ -1,0 +1,98 @@
+"""What a host's transcript parser hands `egg import`: turns rebuilt as plain turn records.
+
+A host keeps its own record of every chat (Codex: rollout files, Claude Code: session
+files). Reading one is host knowledge, like a hook payload, so each parser lives beside its
+host (transcripts_codex.py, transcripts_claude.py) and knows nothing of memory: it turns the
+lines of one file into turn records of graph/turns.py's shape, with each tool call named,
+given and answered exactly as that host's PostToolUse hook would have sent it, and the
+session and turn ids its hooks use. Everything after (caps, redaction, the store) is the
+importer's (cli/importer.py), which runs them through the same steps as live capture.
+
+Parsers are pure: they read the lines they are given and open nothing, so a test can feed
+them any bytes. A line that is not a JSON object is counted (`bad_lines`), never fatal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BINARY = "[%s not stored by Eggshell: %d characters of base64]"
+BAD_SHOWN = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One turn rebuilt from a transcript.
+
+    `record` is a turn record ({"session","turn","cwd","prompt","tools","answer"}; outputs
+    as the host's hook sent them, not yet capped or redacted); `time` is when its prompt was
+    sent (ISO 8601, UTC, as the host wrote it); `open` says the transcript ends inside it (a
+    chat still running, or a file cut short), so its answer is not known yet."""
+
+    record: dict
+    time: str
+    open: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """What one file held: its chat, its turns, and what was left out and why.
+
+    `problem` is set (and no turn is) when the file is not this host's transcript at all. `no_result` counts calls the file shows no result for (interrupted, still running,
+    or answered by nothing the hook would have reported); `orphans` results whose call is not
+    in the file; `sidechain` the lines of a subagent's side conversation that were skipped."""
+
+    path: str
+    session: str | None = None
+    cwd: str | None = None
+    turns: tuple[Found, ...] = ()
+    bad_lines: int = 0
+    no_result: int = 0
+    orphans: int = 0
+    sidechain: int = 0
+    problem: str | None = None
+    promptless: int = 0  # turns with no user request (started by the agent itself): left out
+    bad_at: tuple[int, ...] = ()  # the first BAD_SHOWN bad lines' numbers (from 1), to name them
+
+
+def without_binary(value: object) -> object:
+    """`value` with every base64 payload (an image, a PDF) replaced by a one-line placeholder.
+
+    Hosts put what the model was shown in a tool result, pictures included: a 2 MB
+    screenshot is base64 text that no search can use and no handoff should repeat. The
+    shapes are the hosts': `{"base64": ...}` (Claude Code's Read of an image), `{"type":
+    "base64", "data": ...}` (a Messages API image or document source) and `data:...;base64,`
+    URLs (Codex's view_image and input images).
+    """
+    if isinstance(value, str):
+        if value.startswith("data:") and ";base64," in value[:200]:
+            mime, _, data = value[5:].partition(";base64,")
+            return BINARY % (mime or "data", len(data))
+        return value
+    if isinstance(value, list):
+        return [without_binary(v) for v in value]
+    if isinstance(value, dict):
+        out = {}
+        media = value.get("media_type") if isinstance(value.get("media_type"), str) else "data"
+        for k, v in value.items():
+            if k == "base64" and isinstance(v, str):
+                out[k] = BINARY % (value.get("type") if isinstance(value.get("type"), str) else "image", len(v))
+            elif k == "data" and isinstance(v, str) and value.get("type") == "base64":
+                out[k] = BINARY % (media, len(v))
+            else:
+                out[k] = without_binary(v)
+        return out
+    return value
+
+
+def text_of(content: object) -> str:
+    """The text parts of a message's content (a string, or a list of blocks), joined by newlines."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if isinstance(block, dict) and isinstance(block.get("text"), str) and block.get("type") in ("text", "input_text", "output_text", "Text"):
+            parts.append(block["text"])
+    return "\n".join(parts)
