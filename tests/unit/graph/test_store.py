@@ -1011,11 +1011,11 @@ def test_lock_timeout_is_reported(egg, monkeypatch):
     import portalocker
 
     Store.open(egg).commit([OUT])
-    monkeypatch.setattr(store_mod, "LOCK_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(Store, "lock_timeout", 0.05)  # the class attribute a Store reads (copied from LOCK_TIMEOUT_S at import)
     with open(egg + ".lock", "r+b") as holder:
         portalocker.lock(holder, portalocker.LOCK_EX)
         before = read_bytes(egg)
-        with pytest.raises(EggError, match="timed out"):
+        with pytest.raises(EggError, match="timed out after 0.05 s"):
             Store.open(egg).commit([outcome(1)])
         assert read_bytes(egg) == before
         portalocker.unlock(holder)
