@@ -25,7 +25,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from eggshell.cli.common import PROG, CliError, say
+from eggshell.cli.common import PROG, CliError, count, say
 from eggshell.paths import Paths
 
 HOSTS = ("codex", "claude")
@@ -302,7 +302,7 @@ class Progress:
         if not self.tty or now - self.last < 0.2:
             return
         self.last, self.shown = now, True
-        print("\r%s import: %d turns from %d sessions, %.0f s" % (PROG, turns, sessions, now - self.start), end="",
+        print("\r%s import: %s from %s, %.0f s" % (PROG, count(turns, "turn"), count(sessions, "session"), now - self.start), end="",
               file=self.stream, flush=True)
 
     def clear(self) -> None:

@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from importlib import resources
 
-from eggshell.cli.common import PROG, CliError, say
+from eggshell.cli.common import PROG, CliError, count, say
 from eggshell.core.identity import display_key
 from eggshell.graph.records import command_of
 from eggshell.paths import PROJECT_CONFIG, Paths, UnsafePath, private_dir, refusal, write_all
@@ -341,7 +341,7 @@ def _size(n: int) -> str:
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
             return "%.1f %s (%s bytes)" % (n / scale, unit, format(n, ","))
-    return "%d bytes" % n
+    return count(n, "byte")
 
 
 def cmd_view(a, paths: Paths) -> int:
