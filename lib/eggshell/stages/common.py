@@ -128,3 +128,12 @@ def fraction(text: str) -> float:
     if not 0.0 <= x <= 1.0:
         raise argparse.ArgumentTypeError("must be from 0 to 1, got %s" % text)
     return x
+
+
+def missing_stores(prog: str, paths: list[str], done: str) -> bool:
+    """Whether any store given by hand is missing (each named on stderr): Store.open reads a missing
+    file as an empty store (a writer creates it), so a reader would quietly answer with nothing."""
+    missing = [p for p in paths if not os.path.lexists(p)]
+    for p in missing:
+        warn(prog, "%s: no such store; %s (check the path: a store exists once a turn was saved to it)" % (p, done))
+    return bool(missing)

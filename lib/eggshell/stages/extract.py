@@ -95,7 +95,7 @@ Without --egg, each line's hits name the stores it reads (egg-query writes each 
 example:
   echo '{"query":{"text":"where is late_fee computed"}}' | egg-query --egg .eggs/work.egg | egg-extract
 
-exit status: 0 ok; 1 some lines were malformed; 2 usage or store error.""",
+exit status: 0 ok; 1 some lines were malformed; 2 usage or store error (a --egg store that does not exist included).""",
     )
     p.add_argument("--egg", action="append", metavar="PATH",
                    help="a .egg store to read (repeatable; default: the stores the hits name)")
@@ -103,6 +103,8 @@ exit status: 0 ok; 1 some lines were malformed; 2 usage or store error.""",
     a = p.parse_args(argv)
     if a.budget < 200:
         p.error("--budget must be at least 200 characters")
+    if a.egg and stage.missing_stores(PROG, a.egg, "nothing was read"):
+        return 2
     try:
         searcher = Searcher(Store.open(path) for path in a.egg) if a.egg else None
         bad = run(searcher, sys.stdin, sys.stdout, a.budget)

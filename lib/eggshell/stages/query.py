@@ -10,6 +10,7 @@ line, in input order.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import IO
 
@@ -64,15 +65,7 @@ that does not exist is one: a typo must not read as "nothing relevant"; no line 
                    help="run the built-in provider in this process instead of an egg-index child (as the hooks do)")
     p.add_argument("--no-trace", action="store_true", help="do not append to $EGGSHELL_DATA_ROOT/semantic/matcher-trace.jsonl")
     a = p.parse_args(argv)
-    import os
-
-    missing = [path for path in a.egg if not os.path.lexists(path)]
-    if missing:
-        # Store.open reads a missing file as an empty store (a writer creates it); a reader
-        # given a path by hand would answer every query with no hits and exit 0.
-        for path in missing:
-            stage.warn(PROG, "%s: no such store; nothing was searched (check the path: a store exists once a turn "
-                             "was saved to it)" % path)
+    if stage.missing_stores(PROG, a.egg, "nothing was searched"):
         return 2
     from eggshell import config as _config
     from eggshell.search import matcher

@@ -469,6 +469,17 @@ def test_extract_answers_malformed_lines_in_step(store, capsys):
     assert capsys.readouterr().err.count("egg-extract: <stdin>:") == 4
 
 
+def test_extract_refuses_a_store_that_does_not_exist(store, tmp_path, monkeypatch, capsys):
+    """As egg-query: a --egg path naming no file is exit 2, named on stderr, not an empty handoff."""
+    missing = str(tmp_path / "typo.egg")
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(hits_line(store, "late_fee")) + "\n"))
+    assert extract.main(["--egg", store.path, "--egg", missing]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err == ("egg-extract: %s: no such store; nothing was read (check the path: a store exists "
+                                         "once a turn was saved to it)\n" % missing)
+    assert not os.path.exists(missing)
+
+
 def test_extract_main_exit_status(store, monkeypatch, capsys):
     def main(stdin, *args):
         monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
