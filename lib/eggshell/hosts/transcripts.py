@@ -14,6 +14,8 @@ them any bytes. A line that is not a JSON object is counted (`bad_lines`), never
 
 from __future__ import annotations
 
+import ujson
+
 from dataclasses import dataclass
 
 BINARY = "[%s not stored by Eggshell: %d characters of base64]"
@@ -96,3 +98,28 @@ def text_of(content: object) -> str:
         if isinstance(block, dict) and isinstance(block.get("text"), str) and block.get("type") in ("text", "input_text", "output_text", "Text"):
             parts.append(block["text"])
     return "\n".join(parts)
+
+
+class Records:
+    """The JSON objects of a transcript's lines, in order; a line that is not one (torn, not JSON)
+    is skipped and counted, never a crash, and the first BAD_SHOWN are named by number."""
+
+    def __init__(self, lines):
+        self.lines = lines
+        self.bad = 0
+        self.bad_at: list[int] = []
+
+    def __iter__(self):
+        for n, raw in enumerate(self.lines, 1):
+            if not raw.strip():
+                continue
+            try:
+                d = ujson.loads(raw.decode("utf-8", "replace"))
+            except (ValueError, OverflowError):
+                d = None
+            if not isinstance(d, dict):
+                self.bad += 1
+                if len(self.bad_at) < BAD_SHOWN:
+                    self.bad_at.append(n)
+                continue
+            yield d

@@ -34,9 +34,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-import ujson
 
-from eggshell.hosts.transcripts import BAD_SHOWN, Found, Transcript, text_of, without_binary
+from eggshell.hosts.transcripts import Found, Records, Transcript, text_of, without_binary
 
 NAME = "claude"
 LABEL = "Claude Code"
@@ -63,13 +62,6 @@ def is_transcript_name(name: str) -> bool:
 def skip_dir(name: str) -> bool:
     """Subagent side conversations live in SESSION/subagents/: not turns of their own (above)."""
     return name == "subagents"
-
-
-def _load(raw: bytes):
-    try:
-        return ujson.loads(raw.decode("utf-8", "replace"))
-    except (ValueError, OverflowError):
-        return None
 
 
 class _Turn:
@@ -103,23 +95,15 @@ def _result(block: dict, record: dict, single: bool) -> object:
 
 def parse(lines: Iterable[bytes], path: str = "") -> Transcript:
     """The turns of one session file, in order (see the module docstring)."""
-    bad = side = orphans = 0
+    side = orphans = 0
     seen_session = False
     turns: list[_Turn] = []
     by_pid: dict[str, _Turn] = {}
     cur: _Turn | None = None
     calls: dict[str, tuple[_Turn, dict]] = {}
     answered: set[str] = set()
-    bad_at: list[int] = []
-    for n, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        d = _load(raw)
-        if not isinstance(d, dict):
-            bad += 1
-            if len(bad_at) < BAD_SHOWN:
-                bad_at.append(n)
-            continue
+    rows = Records(lines)
+    for d in rows:
         if isinstance(d.get("sessionId"), str):
             seen_session = True
         if d.get("isSidechain") is True:
@@ -179,7 +163,7 @@ def parse(lines: Iterable[bytes], path: str = "") -> Transcript:
         by_pid[pid] = cur
         turns.append(cur)
     if not seen_session:
-        return Transcript(path, bad_lines=bad, bad_at=tuple(bad_at), problem="not a Claude Code session file (no record names a sessionId)")
+        return Transcript(path, bad_lines=rows.bad, bad_at=tuple(rows.bad_at), problem="not a Claude Code session file (no record names a sessionId)")
     found, no_result = [], 0
     for i, t in enumerate(turns):
         tools = [x for x in t.tools if "output" in x]
@@ -190,5 +174,5 @@ def parse(lines: Iterable[bytes], path: str = "") -> Transcript:
         found.append(Found(record, t.time, open=last and answer is None and not t.cut))
     session = turns[0].session if turns else None
     cwd = turns[0].cwd if turns else None
-    return Transcript(path, session, cwd, tuple(found), bad_lines=bad, no_result=no_result, orphans=orphans, sidechain=side,
-                      bad_at=tuple(bad_at))
+    return Transcript(path, session, cwd, tuple(found), bad_lines=rows.bad, no_result=no_result, orphans=orphans, sidechain=side,
+                      bad_at=tuple(rows.bad_at))

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 
 import ujson
 
-from eggshell.hosts.transcripts import BAD_SHOWN, Found, Transcript, text_of, without_binary
+from eggshell.hosts.transcripts import Found, Records, Transcript, text_of, without_binary
 
 NAME = "codex"
 LABEL = "Codex"
@@ -64,13 +64,6 @@ def exec_output(text: str) -> str | None:
             return None
         head, body = text[: -len("\nOutput:")], ""
     return body if EXITED in head else None
-
-
-def _load(raw: bytes):
-    try:
-        return ujson.loads(raw.decode("utf-8", "replace"))
-    except (ValueError, OverflowError):
-        return None
 
 
 def _args(text: object) -> object:
@@ -128,23 +121,14 @@ def _printed(item: dict) -> str | None:
 def parse(lines: Iterable[bytes], path: str = "") -> Transcript:
     """The turns of one rollout file, in order (see the module docstring)."""
     meta: dict | None = None
-    bad = 0
     turns: dict[str, dict] = {}
     current: str | None = None
     calls: dict[str, dict] = {}
     outputs: dict[str, object] = {}
     items: dict[str, dict] = {}
     cwd_of: dict[str, str] = {}
-    bad_at: list[int] = []
-    for n, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        d = _load(raw)
-        if not isinstance(d, dict):
-            bad += 1
-            if len(bad_at) < BAD_SHOWN:
-                bad_at.append(n)
-            continue
+    rows = Records(lines)
+    for d in rows:
         kind, p = d.get("type"), d.get("payload")
         if not isinstance(p, dict):
             continue  # a record type this parser does not know: nothing of a turn
@@ -191,10 +175,10 @@ def parse(lines: Iterable[bytes], path: str = "") -> Transcript:
             elif what in ("function_call_output", "custom_tool_call_output") and isinstance(cid, str):
                 outputs.setdefault(cid, p.get("output"))
     if meta is None:
-        return Transcript(path, bad_lines=bad, bad_at=tuple(bad_at), problem="not a Codex rollout file (no session_meta record)")
+        return Transcript(path, bad_lines=rows.bad, bad_at=tuple(rows.bad_at), problem="not a Codex rollout file (no session_meta record)")
     session = meta.get("session_id") if isinstance(meta.get("session_id"), str) else meta.get("id")
     if not isinstance(session, str) or not session:
-        return Transcript(path, bad_lines=bad, bad_at=tuple(bad_at), problem="its session_meta names no session id")
+        return Transcript(path, bad_lines=rows.bad, bad_at=tuple(rows.bad_at), problem="its session_meta names no session id")
     cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else ""
     found, no_result, untitled = [], 0, 0
     for tid, t in turns.items():
@@ -212,5 +196,5 @@ def parse(lines: Iterable[bytes], path: str = "") -> Transcript:
                   "answer": t["answer"]}
         found.append(Found(record, t["time"], open=not t["ended"]))
     orphans = sum(1 for cid in outputs if cid not in calls)
-    return Transcript(path, session, cwd, tuple(found), bad_lines=bad, no_result=no_result, orphans=orphans, promptless=untitled,
-                      bad_at=tuple(bad_at))
+    return Transcript(path, session, cwd, tuple(found), bad_lines=rows.bad, no_result=no_result, orphans=orphans, promptless=untitled,
+                      bad_at=tuple(rows.bad_at))
