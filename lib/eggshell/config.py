@@ -39,6 +39,9 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")  # typed in `egg use NAME`:
 # egg-index all start from it (search/rank.py takes it from here), so a ranking tried by hand is
 # the one a chat gets. The handoff benchmarks ran at 5 (docs/benchmarks.md).
 DEFAULT_TOP_K = 5
+# The least idf-weighted share of a query a lexical hit must hold, for the same reason: one
+# default that the hooks, `egg find` and egg-query all read when the config does not set it.
+DEFAULT_MIN_COVERAGE = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +117,7 @@ class Config:
     read: tuple[str, ...] = ()  # more stores the built-in work/private profiles read, relative to the project root
     handoff_chars: int = 8000
     top_k: int = DEFAULT_TOP_K
-    min_coverage: float = 0.2
+    min_coverage: float = DEFAULT_MIN_COVERAGE
     mode: str = "hybrid"  # lexical | semantic | hybrid
     semantic_matcher: bool | tuple[str, ...] = True  # True: the built-in provider; False: none; argv: a program
     model: str | None = None  # None: the offline default model

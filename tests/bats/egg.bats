@@ -219,20 +219,20 @@ JSON
   "$BIN/egg" init >/dev/null
   export CODEX_THREAD_ID=thread-1
   run -0 --separate-stderr "$BIN/egg"
-  [ "$output" = "egg on work [project] -> project  turn:none" ]
+  [ "$output" = "egg on: profile work records each turn to project and reads project; no turn journaled yet" ]
   run -0 "$BIN/egg" use private
   [ "$output" = "egg: from the next prompt on, this chat records nothing and reads project (profile private; was work, which records each turn to project and reads project)" ]
   run -0 "$BIN/egg" next off
   run -0 "$BIN/egg"
-  [ "$output" = "egg on private [project] -> read-only  next:off  turn:none" ]
+  [ "$output" = "egg on: profile private records nothing and reads project; the next turn uses off; no turn journaled yet" ]
   run -1 --separate-stderr "$BIN/egg" use nope
   [[ "$stderr" == "egg: unknown profile 'nope' (known: work, private, off; defined in $PROJ/.eggshell.toml)" ]]
   run -0 "$BIN/egg" off
   [[ "$output" == "egg off (memory disabled"* ]]
   run -0 "$BIN/egg" --chat other
-  [[ "$output" == "egg on work "* ]]
+  [[ "$output" == "egg on: profile work "* ]]
   run -0 env -u CODEX_THREAD_ID EGGSHELL_CHAT=thread-1 "$BIN/egg"
-  [[ "$output" == "egg off private "* ]]
+  [[ "$output" == "egg off: profile private "* ]]
 }
 
 @test "egg off works with a broken config; keep with nothing journaled exits 1" {

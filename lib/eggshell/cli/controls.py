@@ -132,26 +132,23 @@ def _egg_names(cfg: _config.Config, name: str) -> tuple[list[str], str]:
 
 
 def status_line(cfg: _config.Config, ctl: ChatControl, j: Journaled | None) -> str:
+    """One line a person reads in the middle of a chat: on or off, then what the profile does in words."""
     name = ctl.profile or cfg.default
-    try:
-        read, write = _egg_names(cfg, name)
-    except _config.ConfigError:
-        read, write = [], "?"
-        name += " (not in the config; the default %s is used)" % cfg.default
     on = ctl.enabled and cfg.enabled
-    line = "egg %s %s [%s] -> %s" % ("on" if on else "off", name, " ".join(read), write)
+    line = "egg %s: profile %s %s" % ("on" if on else "off", name, _does(cfg, name))
     if ctl.next_profile:
-        line += "  next:%s" % ctl.next_profile
+        line += "; the next turn uses %s" % ctl.next_profile
     if j is None:
-        line += "  turn:none"
+        line += "; no turn journaled yet"
     else:
-        n = len(j.tools)
         state = "dropped" if j.turn in ctl.dropped else "finished" if j.sealed else "open"
-        line += "  turn:%s (%d tool call%s journaled, %s)" % (_short(j.turn), n, "" if n == 1 else "s", state)
+        line += "; turn %s: %s journaled, %s" % (_short(j.turn), count(len(j.tools), "tool call"), state)
     if ctl.corrupt:
         line += "  [chat state was unreadable: memory is off until `egg on`]"
     elif not cfg.enabled:
         line += "  [enabled = false in %s]" % ", ".join(cfg.sources)
+    elif not ctl.enabled:
+        line += "  [memory is off for this chat until `egg on`]"
     return line
 
 

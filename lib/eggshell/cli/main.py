@@ -206,8 +206,9 @@ def cmd_split(a, paths: Paths) -> int:
 
 def cmd_find(a, paths: Paths) -> int:
     searcher = Searcher(_stores(a, paths))
-    top_k = a.top_k or _config.load(paths, os.getcwd()).top_k  # what a chat's search here would get
-    hits = searcher.search(" ".join(a.text), top_k, a.min_coverage)
+    cfg = _config.load(paths, os.getcwd())  # what a chat's search here would get
+    top_k = a.top_k or cfg.top_k
+    hits = searcher.search(" ".join(a.text), top_k, cfg.min_coverage if a.min_coverage is None else a.min_coverage)
     if not hits:
         say("no matching turns")
         return 1
@@ -699,7 +700,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("text", nargs="+", help="what to look for")
     s.add_argument("--top-k", type=stage.positive_int,
                    help="most turns to list (default: `top_k` in the config, else %d)" % _config.DEFAULT_TOP_K)
-    s.add_argument("--min-coverage", type=stage.fraction, default=0.2, help="least share of the query a turn must hold (default %(default)s)")
+    s.add_argument("--min-coverage", type=stage.fraction,
+                   help="least share of the query a turn must hold (default: `min_coverage` in the config, else %s)"
+                        % _config.DEFAULT_MIN_COVERAGE)
     stores_opt(s)
     s.set_defaults(fn=cmd_find)
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
+from eggshell.core.binary import without_binary
+
 PLACEHOLDER = "[redacted: %s]"
 WITHHELD = "[withheld by never_record: %s]"
 PAST_CAP = "\n[withheld: %d characters past the redaction limit]"
@@ -366,7 +368,8 @@ def redact_payload(payload: dict, rules: Rules = BUILTIN) -> dict:
     """Redact a hook payload in place (and return it): every content string, at any depth.
 
     A tool call that a `never_record` glob names keeps only its command or path; its
-    output and any other content it carried are withheld.
+    output and any other content it carried are withheld. Base64 payloads (an image a
+    tool returned) become placeholders first (binary.py).
     """
     budget = [SCAN_CAP]
     glob = withheld_by(rules.never_record, payload) if rules.never_record else None
@@ -379,16 +382,17 @@ def redact_payload(payload: dict, rules: Rules = BUILTIN) -> dict:
             payload[k] = {ik: (iv if ik in _CALL_KEYS else WITHHELD % glob) for ik, iv in payload[k].items()}
             payload[k] = _walk(payload[k], rules.extra, budget)
         else:
-            payload[k] = _walk(payload[k], rules.extra, budget)
+            payload[k] = _walk(without_binary(payload[k]), rules.extra, budget)
     return payload
 
 
 def redact_record(record):
-    """A turn record (turns.py: egg-save's input) with its prompt, tools and answer redacted by the built-in rules."""
+    """A turn record (turns.py: egg-save's input) with its prompt, tools and answer redacted by the
+    built-in rules, base64 payloads made placeholders first, as for a live payload."""
     if not isinstance(record, dict):
         return record
     budget = [SCAN_CAP]
-    return {k: (v if k in ("session", "turn", "cwd") else _walk(v, (), budget)) for k, v in record.items()}
+    return {k: (v if k in ("session", "turn", "cwd") else _walk(without_binary(v), (), budget)) for k, v in record.items()}
 
 
 def _walk(v, extra, budget, key=None):

@@ -18,7 +18,6 @@ import ujson
 
 from dataclasses import dataclass
 
-BINARY = "[%s not stored by Eggshell: %d characters of base64]"
 BAD_SHOWN = 5
 
 
@@ -55,36 +54,6 @@ class Transcript:
     problem: str | None = None
     promptless: int = 0  # turns with no user request (started by the agent itself): left out
     bad_at: tuple[int, ...] = ()  # the first BAD_SHOWN bad lines' numbers (from 1), to name them
-
-
-def without_binary(value: object) -> object:
-    """`value` with every base64 payload (an image, a PDF) replaced by a one-line placeholder.
-
-    Hosts put what the model was shown in a tool result, pictures included: a 2 MB
-    screenshot is base64 text that no search can use and no handoff should repeat. The
-    shapes are the hosts': `{"base64": ...}` (Claude Code's Read of an image), `{"type":
-    "base64", "data": ...}` (a Messages API image or document source) and `data:...;base64,`
-    URLs (Codex's view_image and input images).
-    """
-    if isinstance(value, str):
-        if value.startswith("data:") and ";base64," in value[:200]:
-            mime, _, data = value[5:].partition(";base64,")
-            return BINARY % (mime or "data", len(data))
-        return value
-    if isinstance(value, list):
-        return [without_binary(v) for v in value]
-    if isinstance(value, dict):
-        out = {}
-        media = value.get("media_type") if isinstance(value.get("media_type"), str) else "data"
-        for k, v in value.items():
-            if k == "base64" and isinstance(v, str):
-                out[k] = BINARY % (value.get("type") if isinstance(value.get("type"), str) else "image", len(v))
-            elif k == "data" and isinstance(v, str) and value.get("type") == "base64":
-                out[k] = BINARY % (media, len(v))
-            else:
-                out[k] = without_binary(v)
-        return out
-    return value
 
 
 def text_of(content: object) -> str:

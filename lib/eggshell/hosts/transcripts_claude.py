@@ -35,7 +35,8 @@ import os
 from collections.abc import Iterable, Mapping
 
 
-from eggshell.hosts.transcripts import Found, Records, Transcript, text_of, without_binary
+from eggshell.core.binary import without_binary
+from eggshell.hosts.transcripts import Found, Records, Transcript, text_of
 
 NAME = "claude"
 LABEL = "Claude Code"

@@ -33,7 +33,8 @@ from collections.abc import Iterable, Mapping
 
 import ujson
 
-from eggshell.hosts.transcripts import Found, Records, Transcript, text_of, without_binary
+from eggshell.core.binary import without_binary
+from eggshell.hosts.transcripts import Found, Records, Transcript, text_of
 
 NAME = "codex"
 LABEL = "Codex"

@@ -13,6 +13,7 @@ import contextlib
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, NamedTuple
 
+from eggshell.config import DEFAULT_MIN_COVERAGE
 from eggshell.graph.records import TurnView, searchable_text, turn_views
 from eggshell.graph.store import Store
 from eggshell.log import warn
@@ -25,7 +26,6 @@ from eggshell.search.terms import terms
 Semantic = Callable[[str, list[dict], int], "SemanticList | None"]
 
 
-DEFAULT_MIN_COVERAGE = 0.2
 
 
 class SemanticList(NamedTuple):

@@ -58,8 +58,9 @@ that does not exist is one: a typo must not read as "nothing relevant"; no line 
     p.add_argument("--mode", choices=MODES, help="ranking mode (default: `mode` in the config, else hybrid)")
     p.add_argument("--top-k", type=stage.positive_int,
                    help="most hits per query (default: `top_k` in the config, else %d)" % DEFAULT_TOP_K)
-    p.add_argument("--min-coverage", type=stage.fraction, default=DEFAULT_MIN_COVERAGE,
-                   help="least idf-weighted share of the query a lexical hit must hold (default %(default)s)")
+    p.add_argument("--min-coverage", type=stage.fraction,
+                   help="least idf-weighted share of the query a lexical hit must hold "
+                        "(default: `min_coverage` in the config, else %s)" % DEFAULT_MIN_COVERAGE)
     p.add_argument("--anchor-k", type=int, default=DEFAULT_ANCHOR_K, help="anchor matches pinned first (default %(default)s)")
     p.add_argument("--in-process", action="store_true",
                    help="run the built-in provider in this process instead of an egg-index child (as the hooks do)")
@@ -85,7 +86,7 @@ that does not exist is one: a typo must not read as "nothing relevant"; no line 
         trace = None if a.no_trace else os.path.join(paths.data_root, "semantic", "matcher-trace.jsonl")
         searcher = Searcher((Store.open(path) for path in a.egg), semantic=semantic, trace=trace,
                             settings=Settings.from_config(cfg, anchor_k=a.anchor_k))
-        bad = run(searcher, sys.stdin, sys.stdout, top_k, a.min_coverage)
+        bad = run(searcher, sys.stdin, sys.stdout, top_k, cfg.min_coverage if a.min_coverage is None else a.min_coverage)
     except (EggError, OSError, _config.ConfigError) as e:
         stage.warn(PROG, str(e))
         return 2

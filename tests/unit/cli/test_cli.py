@@ -375,6 +375,31 @@ def test_find_lists_as_many_turns_as_a_chats_search_would(egg):
     assert listed() == 2
 
 
+def test_find_and_egg_query_read_min_coverage_from_the_config(egg, monkeypatch, capsys):
+    """Like top_k: a search tried by hand keeps the floor a chat's search here gets, unless overridden."""
+    import io
+
+    from eggshell.stages import query
+
+    path = str(egg.tmp / "cov.egg")
+    s = Store.open(path)
+    save_turn(s, turn_record(session="s", turn="t1", prompt="where is late_fee computed", tools=[bash("grep -rn late_fee src", "src/billing.py:42\n")],
+                             answer="late_fee is in src/billing.py"), root="/")
+    save_turn(s, turn_record(session="s", turn="t2", prompt="docker build fails", tools=[bash("docker build .", "error\n")], answer="pin the base image"), root="/")
+    found = lambda *more: egg("find", "late_fee", "docker", "--egg", path, *more)[0]  # noqa: E731
+
+    def hits(*more) -> int:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps({"query": {"text": "late_fee docker"}}) + "\n"))
+        assert query.main(["--egg", path, "--mode", "lexical", "--no-trace", *more]) == 0
+        return len(json.loads(capsys.readouterr().out)["hits"])
+
+    assert found() == 0 and hits() == 2  # each turn holds one of the two words: about half the query
+    (egg.cwd / PROJECT_CONFIG).write_text("min_coverage = 0.9\n")
+    assert found() == 1 and hits() == 0
+    assert found("--min-coverage", "0.2") == 0 and hits("--min-coverage", "0.2") == 2
+    assert config.Config().min_coverage == config.DEFAULT_MIN_COVERAGE == 0.2
+
+
 def test_every_search_has_the_one_default_top_k(capsys):
     from eggshell.search import rank
     from eggshell.stages import index, query

@@ -122,12 +122,12 @@ def test_doctor_needs_no_chat(egg):
 
 
 def test_bare_egg_prints_the_status_line(egg):
-    assert egg() == (0, "egg on work [project] -> project  turn:none\n", "")
+    assert egg() == (0, "egg on: profile work records each turn to project and reads project; no turn journaled yet\n", "")
     egg.prompt()
     egg.tool("ls", "a\nb\n")
     egg.tool("wc -l a", "2 a\n", call="c2")
     egg.tool("ls", "a\nb\n")  # a replayed event is one call
-    assert egg()[1] == "egg on work [project] -> project  turn:turn-aaa (2 tool calls journaled, open)\n"
+    assert egg()[1] == "egg on: profile work records each turn to project and reads project; turn turn-aaa: 2 tool calls journaled, open\n"
 
 
 def test_bare_egg_outside_a_chat_is_egg_status(egg):
@@ -142,14 +142,15 @@ def test_status_line_shows_off_read_only_next_and_legacy_reads(egg):
     (egg.proj / "sub").mkdir()
     egg.mp.chdir(egg.proj / "sub")  # names stay relative to the project root, not the shell's directory
     assert egg("use", "private")[0] == 0 and egg("next", "off")[0] == 0
-    assert egg()[1] == "egg on private [project shared/team.egg] -> read-only  next:off  turn:none\n"
+    assert egg()[1] == "egg on: profile private records nothing and reads project, shared/team.egg; the next turn uses off; no turn journaled yet\n"
     egg("off")
-    assert egg()[1].startswith("egg off private [project shared/team.egg] -> read-only  turn:none")
+    assert egg()[1] == ("egg off: profile private records nothing and reads project, shared/team.egg; "
+                        "no turn journaled yet  [memory is off for this chat until `egg on`]\n")  # off also drops `next`
 
 
 def test_status_line_names_a_config_that_turns_memory_off(egg):
     (egg.proj / PROJECT_CONFIG).write_text("enabled = false\n")
-    assert egg()[1] == "egg off work [project] -> project  turn:none  [enabled = false in %s]\n" % (egg.proj / PROJECT_CONFIG)
+    assert egg()[1] == "egg off: profile work records each turn to project and reads project; no turn journaled yet  [enabled = false in %s]\n" % (egg.proj / PROJECT_CONFIG)
 
 
 def test_status_with_a_broken_config_is_an_error(egg):
@@ -193,10 +194,10 @@ def test_a_corrupt_state_turns_memory_off_until_egg_on(egg):
     with open(egg.chat().path, "w") as f:
         f.write("[1, 2")
     rc, out, _ = egg()
-    assert out.startswith("egg off work [project] -> project  turn:none  [chat state was unreadable")
+    assert out.startswith("egg off: profile work records each turn to project and reads project; no turn journaled yet  [chat state was unreadable")
     assert egg.chat().begin_turn(egg.cfg(), "t1").enabled is False
     assert egg("on")[1] == "egg on (memory enabled for this chat; the profile is the config's default again)\n"
-    assert egg()[1] == "egg on work [project] -> project  turn:none\n"
+    assert egg()[1] == "egg on: profile work records each turn to project and reads project; no turn journaled yet\n"
     assert egg.chat().load().last_reason == ""
 
 
@@ -414,7 +415,7 @@ def test_inspect_lists_every_path(egg):
     rc, out, _ = egg("inspect")
     lines = out.splitlines()
     chat = egg.chat()
-    assert rc == 0 and lines[0] == "egg on work [project] -> project  turn:none"
+    assert rc == 0 and lines[0] == "egg on: profile work records each turn to project and reads project; no turn journaled yet"
     assert "config     %s" % (egg.proj / PROJECT_CONFIG) in lines and "project    %s" % egg.proj in lines
     assert "read       project = %s (missing)" % egg.egg in lines
     assert "write      %s" % egg.egg in lines and "data root  %s" % egg.paths.data_root in lines

@@ -300,6 +300,27 @@ def test_the_prompt_tool_input_output_and_answer_are_redacted_before_the_journal
     assert GH not in open(env.egg, encoding="utf-8").read()
 
 
+def test_a_live_image_output_is_a_placeholder_and_does_not_use_up_the_scan_budget(env, monkeypatch):
+    """The same base64 hygiene as `egg import` (core/binary.py): a screenshot a tool returned is
+    not journaled, stored or handed over, and scanning it does not withhold the text after it."""
+    monkeypatch.setattr(redact, "SCAN_CAP", 10_000)
+    b64 = "iVBORw0KGgo" + "QUJD" * 20_000  # 80 kB of base64: eight times the scan budget
+    env.respond(env.prompt("look at the screenshot of the billing page"))
+    out = [{"type": "image", "file": {"base64": b64, "type": "image/png"}},
+           {"type": "text", "text": "page shows late_fee 12.50 and token %s" % GH}]
+    env.respond(env.tool("screenshot billing", out))
+    env.respond(env.ev("PostToolUse", turn_id="turn-1", tool_name="view_image", tool_input={"path": "b.png"},
+                       tool_response="data:image/png;base64," + b64, tool_use_id="c2"))
+    journaled = journal_text(env)
+    assert "QUJDQUJD" not in journaled and GH not in journaled
+    assert "[image/png not stored by Eggshell: %d characters of base64]" % len(b64) in journaled
+    assert "late_fee 12.50 and token [redacted: github-token]" in journaled  # scanned, not withheld past the cap
+    env.respond(env.stop("the fee is 12.50"))
+    (v,) = env.views()
+    assert all("QUJDQUJD" not in t.outcome for t in v.tools) and "late_fee 12.50" in v.tools[0].outcome
+    assert "QUJDQUJD" not in open(env.egg, encoding="utf-8").read()
+
+
 def test_config_rules_apply_to_the_whole_turn_from_its_snapshot(env):
     env.write_config('redact = ["ACME-[0-9]{6}"]\nnever_record = ["cat *.pem"]\n' + PROJECT_TEMPLATE)
     env.respond(env.prompt("look up ACME-123456"))

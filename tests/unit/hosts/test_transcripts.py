@@ -21,7 +21,7 @@ from hypothesis import given, strategies as st
 from eggshell.hosts import registry
 from eggshell.hosts import transcripts_claude as claude
 from eggshell.hosts import transcripts_codex as codex
-from eggshell.hosts.transcripts import BINARY, without_binary
+from eggshell.core.binary import BINARY, without_binary
 from helpers.transcripts import FIXTURES, hook_payloads, lines
 
 AGENT = "claude/agent/59ed3417-f638-4127-9f09-0ecfa33bdc72.jsonl"
