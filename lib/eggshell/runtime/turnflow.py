@@ -260,7 +260,11 @@ def record(payload: object, paths: Paths) -> Step | None:
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and payload.get("cwd") else os.getcwd()
     config_file = os.environ.get("EGGSHELL_CONFIG") or None
     if config_file is None and find_project(cwd) is None:
-        return None  # not an Eggshell project: leave it alone
+        # Not an Eggshell project: leave it alone, unless it is a call (or the end) of a turn a
+        # project journaled. Codex gives a tool hook the call's own working directory, so a
+        # command the agent ran in /tmp or a sibling checkout still belongs to the turn.
+        if event not in TOOL_EVENTS and event not in SEALING or not isinstance(payload.get("session_id"), str):
+            return None
     session = _need_str(payload, "session_id")
     journal = Journal(paths.journal_dir)
 

@@ -146,6 +146,21 @@ def test_post_tool_use_without_turn_id_uses_the_sessions_open_turn(env):
     assert v.turn == "t-open" and len(v.tools) == 1
 
 
+def test_a_call_that_ran_outside_the_project_belongs_to_the_turn_that_made_it(env, tmp_path):
+    """Codex gives a tool hook the call's working directory: a command run in /tmp (or a sibling
+    checkout) is still a call of the project's turn, and so is a Stop reported from there."""
+    elsewhere = tmp_path / "scratch"
+    elsewhere.mkdir()
+    env.respond(env.prompt("check the scratch build log"))
+    env.respond(env.tool("tail build.log", "BUILD OK\n", cwd=str(elsewhere)))
+    env.respond(env.tool("ls", "a\n", use="call-2"))
+    env.respond(env.stop("it built", cwd=str(elsewhere)))
+    (v,) = env.views()
+    assert [t.outcome for t in v.tools] == ["BUILD OK\n", "a\n"] and "tail build.log" in v.tools[0].work
+    assert v.answer == "it built"
+    assert listing(str(elsewhere)) == {}  # nothing written where the call ran
+
+
 def test_post_tool_use_for_a_turn_whose_prompt_was_not_journaled_is_dropped(env):
     # no open turn at all, or a turn id never opened by a prompt: nothing to attach the result to
     assert env.respond(env.tool("ls", "a\n", turn=None)) == {}
