@@ -16,8 +16,8 @@ def without_binary(value: object) -> object:
     """`value` with every base64 payload replaced by a placeholder (a new value; `value` is untouched).
 
     The shapes are the hosts': `{"base64": ...}` (Claude Code's Read of an image), `{"type":
-    "base64", "data": ...}` (a Messages API image or document source) and `data:...;base64,`
-    URLs (Codex's view_image and input images).
+    "base64", "data": ...}` (a Messages API image or document source), `{"mimeType", "data"}`
+    (Gemini's inline data) and `data:...;base64,` URLs (Codex's view_image and input images).
     """
     if isinstance(value, str):
         if value.startswith("data:") and ";base64," in value[:200]:
@@ -28,11 +28,11 @@ def without_binary(value: object) -> object:
         return [without_binary(v) for v in value]
     if isinstance(value, dict):
         out = {}
-        media = value.get("media_type") if isinstance(value.get("media_type"), str) else "data"
+        media = next((value[m] for m in ("media_type", "mimeType") if isinstance(value.get(m), str)), "data")
         for k, v in value.items():
             if k == "base64" and isinstance(v, str):
                 out[k] = BINARY % (value.get("type") if isinstance(value.get("type"), str) else "image", len(v))
-            elif k == "data" and isinstance(v, str) and value.get("type") == "base64":
+            elif k == "data" and isinstance(v, str) and (value.get("type") == "base64" or isinstance(value.get("mimeType"), str)):
                 out[k] = BINARY % (media, len(v))
             else:
                 out[k] = without_binary(v)

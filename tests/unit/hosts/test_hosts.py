@@ -16,10 +16,10 @@ PATHS = Paths("/p", "/d", "/p/config.toml", "/home/u/.codex", "/p/bin")
 
 
 def test_the_registry_names_every_host_once_and_nothing_else():
-    assert registry.NAMES == ("codex", "claude")
+    assert registry.NAMES == ("codex", "claude", "gemini")
     assert [h.name for h in registry.every()] == list(registry.NAMES)
     assert registry.get("codex") is CODEX and registry.get("claude") is CLAUDE
-    assert registry.get("gemini") is None and registry.get("") is None
+    assert registry.get("cursor") is None and registry.get("") is None
 
 
 def test_a_codex_payload_is_already_a_lifecycle_event():
