@@ -24,14 +24,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import tempfile
-import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from codex_harness import CodexRun, find_pinned  # the same run record and binary search as for Codex
+from codex_harness import CodexRun, agent_env, cli_version, find_pinned, run_agent  # the same run record, binary search and run as for Codex
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PINNED_CLAUDE_VERSION = "2.1.328"
@@ -42,6 +38,7 @@ DEFAULT_TIMEOUT = 120.0
 # (claude-opus-5-5) it is a paragraph of a `role: "system"` message. Tests pin the first.
 DEFAULT_MODEL = "claude-sonnet-4-5"
 QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+DROPPED = ("ANTHROPIC_", "CLAUDE", "XDG_")  # inherited variables that would point it elsewhere
 
 
 class ClaudeNotFound(RuntimeError):
@@ -55,20 +52,11 @@ def find_claude() -> str:
 
 def claude_version(claude: str, timeout: float = 60.0) -> str:
     """``claude --version``, e.g. ``"2.1.328 (Claude Code)"``, run with a throwaway HOME."""
-    with tempfile.TemporaryDirectory(prefix="eggshell-claude-version-") as tmp:
-        out = subprocess.run([claude, "--version"], capture_output=True, text=True, timeout=timeout,
-                             stdin=subprocess.DEVNULL, env=_base_env({"HOME": tmp}))
-    return (out.stdout or out.stderr).strip()
+    return cli_version(claude, DROPPED, timeout, **QUIET_ENV)
 
 
 def _base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANTHROPIC_", "CLAUDE", "XDG_")) and k != "EGGSHELL_CONFIG"}
-    no_proxy = ",".join(x for x in (env.get("NO_PROXY") or env.get("no_proxy"), "127.0.0.1", "localhost") if x)
-    env["NO_PROXY"] = env["no_proxy"] = no_proxy
-    env.update(QUIET_ENV)
-    env.update(extra or {})
-    return env
+    return agent_env(DROPPED, {**QUIET_ENV, **(extra or {})})
 
 
 class ClaudeRun(CodexRun):
@@ -123,19 +111,4 @@ class ClaudeHome:
         """One ``claude -p`` chat, waited for. Never raises on a failure or timeout (the process
         group is killed, ``.timed_out`` is set): use ``.check()`` or assert on the tuple. Hooks
         are synchronous, so every hook has finished when this returns."""
-        argv = self.command(prompt, extra_args)
-        start = time.monotonic()
-        proc = subprocess.Popen(argv, cwd=str(cwd), env=self.env(env), text=True, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                proc.kill()
-            out, err = proc.communicate()
-            timed_out = True
-        return ClaudeRun(proc.returncode, out or "", err or "", duration=time.monotonic() - start, argv=argv,
-                         cwd=str(cwd), timed_out=timed_out)
+        return run_agent(ClaudeRun, self.command(prompt, extra_args), cwd, self.env(env), timeout)

@@ -226,6 +226,45 @@ class CodexRun(tuple):
         return self
 
 
+def agent_env(drop: tuple[str, ...], extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without the variables (by prefix) that would point an agent
+    CLI elsewhere, loopback always past any proxy, and `extra` on top."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop) and k != "EGGSHELL_CONFIG"}
+    no_proxy = ",".join(x for x in (env.get("NO_PROXY") or env.get("no_proxy"), "127.0.0.1", "localhost") if x)
+    env["NO_PROXY"] = env["no_proxy"] = no_proxy
+    env.update(extra or {})
+    return env
+
+
+def cli_version(binary: str, drop: tuple[str, ...], timeout: float = 60.0, **env: str) -> str:
+    """`BINARY --version`, run with a throwaway HOME, without the `drop` variables, with `env`."""
+    with tempfile.TemporaryDirectory(prefix="eggshell-%s-version-" % os.path.basename(binary)) as tmp:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=timeout,
+                             stdin=subprocess.DEVNULL, env=agent_env(drop, {"HOME": tmp, **env}))
+    return (out.stdout or out.stderr).strip()
+
+
+def run_agent(kind: type, argv: list[str], cwd: str | os.PathLike, env: Mapping[str, str], timeout: float,
+              stdin: str | None = None):
+    """Run one agent CLI chat in its own process group and wait for it: a ``kind`` (CodexRun or a
+    subclass). Never raises on a non-zero exit or a timeout (the group is killed; ``.timed_out``
+    is set, returncode is -9)."""
+    cwd = str(cwd)
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), text=True,
+                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        timed_out = True
+    return kind(proc.returncode, out or "", err or "", duration=time.monotonic() - start, argv=argv, cwd=cwd,
+                timed_out=timed_out)
+
+
 def _base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CODEX_", "OPENAI_", "XDG_", "RUST_LOG"))
@@ -349,20 +388,7 @@ class CodexHome:
         ``.check()`` or assert on the tuple. ``stdin`` (None = /dev/null) is appended by Codex
         to the prompt as a ``<stdin>`` block."""
         argv = self.command(prompt, bypass_hook_trust=bypass_hook_trust, extra_args=extra_args)
-        cwd = str(cwd)
-        start = time.monotonic()
-        proc = subprocess.Popen(argv, cwd=cwd, env=self.env(env), text=True,
-                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        try:
-            out, err = proc.communicate(stdin, timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            out, err = proc.communicate()
-            timed_out = True
-        return CodexRun(proc.returncode, out or "", err or "", duration=time.monotonic() - start,
-                        argv=argv, cwd=cwd, timed_out=timed_out)
+        return run_agent(CodexRun, argv, cwd, self.env(env), timeout, stdin)
 
     def cleanup(self) -> None:
         if self._owns_root:

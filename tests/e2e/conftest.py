@@ -24,6 +24,7 @@ if HERE not in sys.path:
 
 from codex_harness import CodexHome, CodexNotFound, codex_version, dev_cache, find_codex  # noqa: E402
 from claude_harness import ClaudeNotFound, find_claude  # noqa: E402
+from gemini_harness import GeminiNotFound, find_gemini  # noqa: E402
 from fake_model_server import FakeModelServer  # noqa: E402
 
 
@@ -49,6 +50,16 @@ def claude_bin() -> str:
     try:
         return find_claude()
     except ClaudeNotFound as exc:
+        missing = str(exc)
+    pytest.fail(missing, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def gemini_bin() -> str:
+    """Path of Gemini CLI; fails the test (not skip) with install instructions if absent."""
+    try:
+        return find_gemini()
+    except GeminiNotFound as exc:
         missing = str(exc)
     pytest.fail(missing, pytrace=False)
 
