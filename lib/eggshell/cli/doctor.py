@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -76,7 +77,13 @@ def host_check(host: Host) -> Check:
         events, why = _registered(path)
         install = "run `egg install %s`" % host.name
         if events is None:
-            return ("FAIL", "%s hooks: %s %s: %s" % (host.label, path, why, install)) if host.required else None
+            if host.required:
+                return "FAIL", "%s hooks: %s %s: %s" % (host.label, path, why, install)
+            found = shutil.which(host.binary, path=c.env.get("PATH")) if host.binary else None
+            if found is None:
+                return None  # not on this machine, and never set up: nothing to say
+            return "note", "%s is on this machine (%s), without Eggshell: %s %s; %s to record its chats" % (
+                host.label, found, path, why, install)
         missing = [e for e in host.events if e not in events]
         if missing:
             return ("FAIL" if host.required else "note", "%s hooks: %s lacks egg-hook for %s: %s" % (host.label, path, ", ".join(missing), install))
@@ -328,8 +335,6 @@ PATH_MARK = "# added by Eggshell install.sh"  # install.sh ends its profile line
 
 def login_shell(env: Mapping[str, str]) -> tuple[str, str] | None:
     """(family, executable) of the login shell Codex runs `!egg` in: $SHELL's zsh or fish, else bash."""
-    import shutil
-
     shell = env.get("SHELL") or ""
     family = os.path.basename(shell)
     if family in ("zsh", "fish"):

@@ -12,7 +12,8 @@ shape instead, so adding a host is one file here and one line in registry.py:
 - `context_cap`, `chat_env`: how much hook context it accepts, which environment
   variable names the chat in a command the agent runs (`!egg ...`);
 - `events`, `tool_events`, `settings_file`, `hook_groups`, `next_step`: what `egg
-  install` writes where, and what `egg doctor` checks is there.
+  install` writes where, and what `egg doctor` checks is there; `binary`: the command
+  `egg doctor` looks for to say the host is on this machine.
 
 A host module knows payloads and replies only: it imports no part of memory (the house
 test enforces it), so it can be read, and replaced, without the rest.
@@ -49,6 +50,7 @@ class Host:
 
     name = ""
     label = ""
+    binary = ""  # the command that runs it: `egg doctor` looks for it on PATH
     context_cap = 10000
     chat_env: str | None = None
     events: tuple[str, ...] = ()

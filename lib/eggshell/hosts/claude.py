@@ -17,6 +17,7 @@ from eggshell.paths import Paths
 class Claude(Host):
     name = "claude"
     label = "Claude Code"
+    binary = "claude"
     context_cap = 10000
     chat_env = None  # it sets no chat id for commands; `!egg` there takes --chat or EGGSHELL_CHAT
     # All of these fire for `claude` and `claude -p`. Events egg-hook does not act on yet are

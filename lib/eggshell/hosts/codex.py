@@ -17,6 +17,7 @@ from eggshell.paths import Paths
 class Codex(Host):
     name = "codex"
     label = "Codex"
+    binary = "codex"
     context_cap = 48000  # characters of hook context it accepts
     chat_env = "CODEX_THREAD_ID"
     events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostCompact", "Stop", "SessionEnd")

@@ -39,6 +39,7 @@ TOOLS = {"run_shell_command": "Bash", "read_file": "Read", "grep_search": "Grep"
 class Gemini(Host):
     name = "gemini"
     label = "Gemini CLI"
+    binary = "gemini"
     context_cap = 10000  # it documents no limit; Claude Code's, until one is measured
     chat_env = None  # it names the chat to its hooks only (GEMINI_SESSION_ID), not to the commands it runs
     events = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "PreCompress", "SessionEnd")

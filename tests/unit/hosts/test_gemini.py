@@ -188,3 +188,37 @@ def test_install_merges_into_gemini_settings_and_uninstall_takes_only_ours(tmp_p
     assert cli.main(["uninstall", "gemini"]) == 0
     assert "removed 7 Eggshell hooks from %s" % settings in capsys.readouterr().out
     assert json.loads(settings.read_text()) == theirs
+
+
+def test_doctor_names_a_host_on_this_machine_that_eggshell_is_not_installed_in(tmp_path, monkeypatch, capsys):
+    from eggshell.cli import main as cli
+    from helpers import REPO
+
+    for k in list(os.environ):
+        if k.startswith(("EGGSHELL_", "GEMINI_")):
+            monkeypatch.delenv(k)
+    home = tmp_path / "home"
+    home.mkdir()
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("EGGSHELL_PREFIX", str(tmp_path / "prefix"))
+    monkeypatch.setenv("EGGSHELL_DATA_ROOT", str(tmp_path / "data"))
+    monkeypatch.setenv("EGGSHELL_BIN", os.path.join(REPO, "bin"))
+    monkeypatch.setenv("PATH", "%s:/usr/bin:/bin" % tools)
+
+    def gemini_lines():
+        cli.main(["doctor"])
+        return [x for x in capsys.readouterr().out.splitlines() if "Gemini CLI" in x]
+
+    assert gemini_lines() == []  # not on this machine, never set up: nothing to say
+    exe = tools / "gemini"
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    exe.chmod(0o755)
+    settings = home / ".gemini" / "settings.json"
+    assert gemini_lines() == ["note Gemini CLI is on this machine (%s), without Eggshell: %s does not exist; "
+                              "run `egg install gemini` to record its chats" % (exe, settings)]
+    assert cli.main(["install", "gemini"]) == 0
+    capsys.readouterr()
+    (line,) = gemini_lines()
+    assert line.startswith("ok   Gemini CLI hooks: %s runs egg-hook for " % settings)
