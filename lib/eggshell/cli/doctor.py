@@ -87,8 +87,9 @@ def host_check(host: Host) -> Check:
         missing = [e for e in host.events if e not in events]
         if missing:
             return ("FAIL" if host.required else "note", "%s hooks: %s lacks egg-hook for %s: %s" % (host.label, path, ", ".join(missing), install))
-        clamped = ["%s %g s (at most %d s)" % (e, t, host.timeout_limits[e]) for e, ts in events.items() if e in host.timeout_limits
-                   for t in ts if isinstance(t, (int, float)) and not isinstance(t, bool) and t > host.timeout_limits[e]]
+        seconds = [(e, t / host.timeout_scale) for e, ts in events.items() if e in host.timeout_limits
+                   for t in ts if isinstance(t, (int, float)) and not isinstance(t, bool)]
+        clamped = ["%s %g s (at most %d s)" % (e, t, host.timeout_limits[e]) for e, t in seconds if t > host.timeout_limits[e]]
         if clamped:  # it still runs (cut down), but Codex warns of it in every chat
             return "WARN", ("%s hooks: %s gives egg-hook more time than %s allows, so it is cut down: %s; %s, which "
                             "writes what it allows" % (host.label, path, host.label, ", ".join(clamped), install))

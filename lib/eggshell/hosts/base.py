@@ -65,6 +65,8 @@ class Host:
     # The most seconds the host lets a hook of an event run, where it allows less than TIMEOUT_S: a
     # larger timeout in its hooks file is cut down, with a warning in every chat (hosts/codex.py).
     timeout_limits: Mapping[str, int] = {}
+    timeout_scale = 1  # the unit of its hooks file's timeouts, per second (1000: milliseconds)
+    hook_name = ""  # a name for the hook entry, where the host shows one
 
     def timeout(self, event: str) -> int:
         """The timeout `egg install` registers for `event`: TIMEOUT_S, or less where the host allows less."""
@@ -123,8 +125,10 @@ class Host:
 
     def hook_groups(self, command: str) -> dict[str, dict]:
         """One hook group per event this host should run `command` (egg-hook) for."""
+        named = {"name": self.hook_name} if self.hook_name else {}
         return {event: ({"matcher": "*"} if event in self.tool_events else {}) |
-                {"hooks": [{"type": "command", "command": command, "timeout": self.timeout(event)}]} for event in self.events}
+                {"hooks": [{"type": "command", **named, "command": command, "timeout": self.timeout(event) * self.timeout_scale}]}
+                for event in self.events}
 
 
 def expand(path: str) -> str:

@@ -44,6 +44,8 @@ class Gemini(Host):
     chat_env = None  # it names the chat to its hooks only (GEMINI_SESSION_ID), not to the commands it runs
     events = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "PreCompress", "SessionEnd")
     tool_events = ("BeforeTool", "AfterTool")
+    timeout_scale = 1000  # milliseconds
+    hook_name = "eggshell"
     option = "--gemini-home"
     option_metavar = "DIR"
     option_help = "the home Gemini CLI reads .gemini/settings.json from (default: $GEMINI_CLI_HOME, else ~)"
@@ -121,11 +123,6 @@ class Gemini(Host):
         if answer.get("status"):
             return {"systemMessage": answer["status"]}
         return {}
-
-    def hook_groups(self, command: str) -> dict[str, dict]:
-        return {event: ({"matcher": "*"} if event in self.tool_events else {}) |
-                {"hooks": [{"type": "command", "name": "eggshell", "command": command, "timeout": self.timeout(event) * 1000}]}
-                for event in self.events}
 
     def settings_file(self, paths: Paths, env: Mapping[str, str], given: str | None) -> str:
         home = expand(given) if given else expand((env.get("GEMINI_CLI_HOME") or "").strip() or env.get("HOME") or "~")

@@ -263,7 +263,7 @@ def record(payload: object, paths: Paths) -> Step | None:
         # Not an Eggshell project: leave it alone, unless it is a call (or the end) of a turn a
         # project journaled. Codex gives a tool hook the call's own working directory, so a
         # command the agent ran in /tmp or a sibling checkout still belongs to the turn.
-        if event not in TOOL_EVENTS and event not in SEALING or not isinstance(payload.get("session_id"), str):
+        if (event not in TOOL_EVENTS and event not in SEALING) or not isinstance(payload.get("session_id"), str):
             return None
     session = _need_str(payload, "session_id")
     journal = Journal(paths.journal_dir)

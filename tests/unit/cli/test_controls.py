@@ -434,6 +434,13 @@ def test_inspect_lists_every_path(egg):
 # -- doctor ---------------------------------------------------------------------------------------------
 
 
+def no_agent_clis_on_path(monkeypatch) -> None:
+    """The doctor names an agent CLI on PATH that lacks Eggshell (tests/unit/hosts/test_gemini.py):
+    `make test` puts codex, claude and gemini there, so these checklists run without them."""
+    monkeypatch.setenv("PATH", os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                                               if d and not any(os.path.exists(os.path.join(d, b)) for b in ("codex", "claude", "gemini"))))
+
+
 def install_codex_hooks(egg, events=CODEX.events):
     hooks = {e: [{"hooks": [{"type": "command", "command": "%s codex" % os.path.join(BIN, "egg-hook")}]}] for e in events}
     os.makedirs(egg.paths.codex_home, exist_ok=True)
@@ -442,6 +449,7 @@ def install_codex_hooks(egg, events=CODEX.events):
 
 
 def test_doctor_all_good(egg, monkeypatch):
+    no_agent_clis_on_path(monkeypatch)
     install_codex_hooks(egg)
     model = egg.tmp / "model"
     model.mkdir()
@@ -512,6 +520,7 @@ def test_doctor_reports_a_saved_turn_stuck_in_the_queue(egg):
 
 
 def test_doctor_reports_each_failure_with_its_fix(egg, monkeypatch):
+    no_agent_clis_on_path(monkeypatch)
     install_codex_hooks(egg, events=CODEX.events[:2])
     (egg.proj / PROJECT_CONFIG).write_text("top_k = 0\n")
     monkeypatch.setattr("eggshell.search.installed.default_model_dir", lambda prefix=None: str(egg.tmp / "nomodel"))

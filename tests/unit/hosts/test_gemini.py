@@ -151,23 +151,32 @@ def test_a_malformed_gemini_payload_fails_open(env):
 # -- egg install gemini / egg uninstall gemini ------------------------------------------------------
 
 
-def test_install_merges_into_gemini_settings_and_uninstall_takes_only_ours(tmp_path, monkeypatch, capsys):
-    from eggshell.cli import main as cli
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """An isolated HOME, prefix and data root for `egg` run in-process, with the checkout's bin/."""
     from helpers import REPO
 
     for k in list(os.environ):
         if k.startswith(("EGGSHELL_", "GEMINI_")):
             monkeypatch.delenv(k)
     home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("EGGSHELL_PREFIX", str(tmp_path / "prefix"))
+    monkeypatch.setenv("EGGSHELL_DATA_ROOT", str(tmp_path / "data"))
+    monkeypatch.setenv("EGGSHELL_BIN", os.path.join(REPO, "bin"))
+    return home
+
+
+def test_install_merges_into_gemini_settings_and_uninstall_takes_only_ours(home, capsys):
+    from eggshell.cli import main as cli
+    from helpers import REPO
+
     settings = home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True)
     theirs = {"model": {"name": "gemini-2.5-pro"}, "security": {"auth": {"selectedType": "gemini-api-key"}},
               "hooks": {"BeforeTool": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "./guard.sh"}]}]}}
     settings.write_text(json.dumps(theirs))
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("EGGSHELL_PREFIX", str(tmp_path / "prefix"))
-    monkeypatch.setenv("EGGSHELL_DATA_ROOT", str(tmp_path / "data"))
-    monkeypatch.setenv("EGGSHELL_BIN", os.path.join(REPO, "bin"))
     command = "%s gemini" % os.path.join(REPO, "bin", "egg-hook")
 
     assert cli.main(["install", "gemini"]) == 0
@@ -190,21 +199,11 @@ def test_install_merges_into_gemini_settings_and_uninstall_takes_only_ours(tmp_p
     assert json.loads(settings.read_text()) == theirs
 
 
-def test_doctor_names_a_host_on_this_machine_that_eggshell_is_not_installed_in(tmp_path, monkeypatch, capsys):
+def test_doctor_names_a_host_on_this_machine_that_eggshell_is_not_installed_in(home, tmp_path, monkeypatch, capsys):
     from eggshell.cli import main as cli
-    from helpers import REPO
 
-    for k in list(os.environ):
-        if k.startswith(("EGGSHELL_", "GEMINI_")):
-            monkeypatch.delenv(k)
-    home = tmp_path / "home"
-    home.mkdir()
     tools = tmp_path / "tools"
     tools.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("EGGSHELL_PREFIX", str(tmp_path / "prefix"))
-    monkeypatch.setenv("EGGSHELL_DATA_ROOT", str(tmp_path / "data"))
-    monkeypatch.setenv("EGGSHELL_BIN", os.path.join(REPO, "bin"))
     monkeypatch.setenv("PATH", "%s:/usr/bin:/bin" % tools)
 
     def gemini_lines():
