@@ -20,6 +20,7 @@ WHEELS        := $(DEV_CACHE)/wheels
 CODEX_VERSION := 0.169.0
 CLAUDE_VERSION := 2.1.328
 GEMINI_VERSION := 0.61.0
+OPENCODE_VERSION := 1.18.33
 TEST_LOCK     := requirements-test.lock
 # When this make started, for the wall times `make test` reports.
 T0            := $(shell date +%s)
@@ -28,7 +29,7 @@ T0            := $(shell date +%s)
 PYTEST_JOBS   ?= 2
 PYTEST_ARGS   ?= --durations=15 -n $(PYTEST_JOBS)
 
-# Tests find bats, shellcheck, codex and claude on PATH, the wheelhouse as EGGSHELL_WHEELS and
+# Tests find bats, shellcheck, the agent CLIs on PATH, the wheelhouse as EGGSHELL_WHEELS and
 # the cache as EGGSHELL_DEV_CACHE, and import the checkout's code.
 export EGGSHELL_DEV_CACHE := $(DEV_CACHE)
 export EGGSHELL_WHEELS := $(WHEELS)
@@ -46,7 +47,7 @@ help:
 	@echo "  test        every test: pytest over tests/ on PYTEST_JOBS workers and bats tests/bats beside it, without"
 	@echo "              network (fetches test tools first); reports each suite's wall time"
 	@echo "  test-tools  fetch what is missing: $(TEST_LOCK) (pytest, pytest-xdist, hypothesis, bats, shellcheck) into the venv,"
-	@echo "              codex, claude and gemini from npm and the wheels install.sh takes into $(DEV_CACHE)"
+	@echo "              codex, claude, gemini and opencode from npm and the wheels install.sh takes into $(DEV_CACHE)"
 	@echo "  lock        resolve the dependencies afresh into requirements.lock and $(TEST_LOCK) (with hashes);"
 	@echo "              LOCK=$(TEST_LOCK) for that one alone"
 	@echo "  pytest      only the Python tests        bats  only the bats tests"
@@ -102,14 +103,16 @@ npm-tools:
 	@home="$$(mktemp -d)"; \
 	if HOME="$$home" CODEX_HOME="$$home/.codex" "$(NPM_BIN)/codex" --version 2>/dev/null | grep -qx 'codex-cli $(CODEX_VERSION)' \
 	  && HOME="$$home" "$(NPM_BIN)/claude" --version 2>/dev/null | grep -qx '$(CLAUDE_VERSION) (Claude Code)' \
-	  && HOME="$$home" "$(NPM_BIN)/gemini" --version 2>/dev/null | grep -qx '$(GEMINI_VERSION)'; then rc=0; else \
+	  && HOME="$$home" "$(NPM_BIN)/gemini" --version 2>/dev/null | grep -qx '$(GEMINI_VERSION)' \
+	  && HOME="$$home" "$(NPM_BIN)/opencode" --version 2>/dev/null | grep -qx '$(OPENCODE_VERSION)'; then rc=0; else \
 	  rm -rf "$$home"; \
-	  command -v npm >/dev/null || { echo "make: npm is needed to install codex, claude and gemini (apt-get install npm)" >&2; exit 1; }; \
-	  echo "make: installing @openai/codex@$(CODEX_VERSION), @anthropic-ai/claude-code@$(CLAUDE_VERSION) and" \
-	    "@google/gemini-cli@$(GEMINI_VERSION) into $(NPM_PREFIX) (about 860 MB)"; \
+	  command -v npm >/dev/null || { echo "make: npm is needed to install codex, claude, gemini and opencode (apt-get install npm)" >&2; exit 1; }; \
+	  echo "make: installing @openai/codex@$(CODEX_VERSION), @anthropic-ai/claude-code@$(CLAUDE_VERSION)," \
+	    "@google/gemini-cli@$(GEMINI_VERSION) and opencode-ai@$(OPENCODE_VERSION) into $(NPM_PREFIX) (about 1.2 GB)"; \
 	  mkdir -p "$(NPM_PREFIX)" && \
 	  npm install --prefix "$(NPM_PREFIX)" --no-audit --no-fund --no-update-notifier --save-exact --loglevel=error \
-	    @openai/codex@$(CODEX_VERSION) @anthropic-ai/claude-code@$(CLAUDE_VERSION) @google/gemini-cli@$(GEMINI_VERSION); rc=$$?; \
+	    @openai/codex@$(CODEX_VERSION) @anthropic-ai/claude-code@$(CLAUDE_VERSION) @google/gemini-cli@$(GEMINI_VERSION) \
+	    opencode-ai@$(OPENCODE_VERSION); rc=$$?; \
 	fi; rm -rf "$$home"; exit $$rc
 
 # The shell profiles install.sh may add a PATH line to: a test that runs it must give it a HOME

@@ -1,6 +1,6 @@
-"""Fixtures for end-to-end tests that drive the real Codex CLI and Claude Code (see README.md here).
+"""Fixtures for end-to-end tests that drive the real agent CLIs (see README.md here).
 
-Every test under tests/e2e gets the ``e2e`` marker. A missing Codex CLI or Claude Code is a
+Every test under tests/e2e gets the ``e2e`` marker. A missing agent CLI (Codex, Claude Code, Gemini CLI, OpenCode) is a
 test *failure* that says how to install it (`make test-tools`), never a skip: a run without
 one of them must say so, not pass. Leave them out on purpose with ``-m "not e2e"``.
 """
@@ -25,6 +25,7 @@ if HERE not in sys.path:
 from codex_harness import CodexHome, CodexNotFound, codex_version, dev_cache, find_codex  # noqa: E402
 from claude_harness import ClaudeNotFound, find_claude  # noqa: E402
 from gemini_harness import GeminiNotFound, find_gemini  # noqa: E402
+from opencode_harness import OpenCodeNotFound, find_opencode  # noqa: E402
 from fake_model_server import FakeModelServer  # noqa: E402
 
 
@@ -60,6 +61,16 @@ def gemini_bin() -> str:
     try:
         return find_gemini()
     except GeminiNotFound as exc:
+        missing = str(exc)
+    pytest.fail(missing, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def opencode_bin() -> str:
+    """Path of OpenCode; fails the test (not skip) with install instructions if absent."""
+    try:
+        return find_opencode()
+    except OpenCodeNotFound as exc:
         missing = str(exc)
     pytest.fail(missing, pytrace=False)
 

@@ -19,11 +19,9 @@ answered with something harmless and recorded too.
 from __future__ import annotations
 
 import json
-import time
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Mapping
 
-from fake_model_server import EXHAUSTED_TEXT, NO_SCRIPT_TEXT, RecordedRequest, ScriptedServer, Step  # noqa: F401
+from fake_model_server import EXHAUSTED_TEXT, NO_SCRIPT_TEXT, RecordedRequest, ScriptedHandler, ScriptedServer, Step  # noqa: F401
 
 MODEL = "gemini-2.5-flash"
 
@@ -110,30 +108,12 @@ def candidate(part: dict) -> dict:
             "modelVersion": MODEL}
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(ScriptedHandler):
     owner: FakeGeminiServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format, *args):  # keep test output quiet
-        pass
-
-    def _send(self, status: int, data: bytes, kind: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-            self.wfile.flush()
 
     def _handle(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = raw.decode("utf-8", "replace")
-        rec = RecordedRequest(self.command, self.path.split("?", 1)[0], body, time.time(), headers=dict(self.headers.items()))
+        rec = self._recorded()
+        body = rec.body
         path = rec.path
         if path.endswith(":streamGenerateContent") and isinstance(body, Mapping):
             if body.get("tools"):

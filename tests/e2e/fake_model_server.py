@@ -280,6 +280,35 @@ class ScriptedServer:
             return self._counter
 
 
+class ScriptedHandler(BaseHTTPRequestHandler):
+    """What every fake's request handler shares: quiet, HTTP/1.1, a body read into a
+    RecordedRequest, a reply with its length. `owner` is the ScriptedServer."""
+
+    owner: ScriptedServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):  # keep test output quiet
+        pass
+
+    def _recorded(self) -> RecordedRequest:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        return RecordedRequest(self.command, self.path.split("?", 1)[0], body, time.time(), headers=dict(self.headers.items()))
+
+    def _send(self, status: int, data: bytes, kind: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+            self.wfile.flush()
+
+
 class FakeModelServer(ScriptedServer):
     """A scripted Responses-API server (what Codex talks to)."""
 

@@ -55,7 +55,8 @@ def _registered(path: str) -> tuple[dict[str, list] | None, str]:
     events: dict[str, list] = {}
     for event, groups in (hooks.items() if isinstance(hooks, dict) else ()):
         for g in groups if isinstance(groups, list) else ():
-            for h in (g.get("hooks") if isinstance(g, dict) and isinstance(g.get("hooks"), list) else ()):
+            flat = isinstance(g, dict) and "command" in g  # Cursor's entries: no groups
+            for h in ([g] if flat else g.get("hooks") if isinstance(g, dict) and isinstance(g.get("hooks"), list) else ()):
                 cmd = h.get("command") if isinstance(h, dict) else None
                 try:
                     argv = shlex.split(cmd) if isinstance(cmd, str) else []
@@ -74,12 +75,14 @@ def host_check(host: Host) -> Check:
 
     def check(c: Checkup) -> tuple[str, str] | None:
         path = host.settings_file(c.paths, c.env, None)
-        events, why = _registered(path)
         install = "run `egg install %s`" % host.name
+        if host.plugin:
+            return _plugin_check(host, path, c, install)
+        events, why = _registered(path)
         if events is None:
             if host.required:
                 return "FAIL", "%s hooks: %s %s: %s" % (host.label, path, why, install)
-            found = shutil.which(host.binary, path=c.env.get("PATH")) if host.binary else None
+            found = _found(host, c)
             if found is None:
                 return None  # not on this machine, and never set up: nothing to say
             return "note", "%s is on this machine (%s), without Eggshell: %s %s; %s to record its chats" % (
@@ -97,6 +100,31 @@ def host_check(host: Host) -> Check:
 
     check.__name__ = "check_%s_hooks" % host.name
     return check
+
+
+def _found(host: Host, c: Checkup) -> str | None:
+    return shutil.which(host.binary, path=c.env.get("PATH")) if host.binary else None
+
+
+def _plugin_check(host: Host, path: str, c: Checkup, install: str) -> tuple[str, str] | None:
+    """A plugin host (OpenCode): Eggshell's plugin is in its plugin folder and runs an egg-hook that is there."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        found = _found(host, c)
+        if found is None:
+            return None
+        return "note", "%s is on this machine (%s), without Eggshell: %s does not exist; %s to record its chats" % (
+            host.label, found, path, install)
+    except (OSError, ValueError) as e:
+        return "WARN", "%s plugin: %s cannot be read (%s): %s" % (host.label, path, e, install)
+    command = host.plugin_command(text)
+    if command is None:
+        return "WARN", "%s plugin: %s was not written by Eggshell: move it away, then %s" % (host.label, path, install)
+    if not (os.path.isfile(command) and os.access(command, os.X_OK)):
+        return "WARN", "%s plugin: %s runs %s, which is missing or not executable: %s" % (host.label, path, command, install)
+    return "ok", "%s plugin: %s relays %s to %s" % (host.label, path, ", ".join(host.events), command)
 
 
 def host_notes(c: Checkup) -> tuple[str, str] | None:

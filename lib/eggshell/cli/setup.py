@@ -90,7 +90,9 @@ def _without_ours(data: dict) -> tuple[dict, int]:
             continue
         kept_groups = []
         for g in groups:
-            if isinstance(g, dict) and isinstance(g.get("hooks"), list):
+            if _is_ours(g):  # a flat entry (Cursor's {"command": ...})
+                removed += 1
+            elif isinstance(g, dict) and isinstance(g.get("hooks"), list):
                 kept = [h for h in g["hooks"] if not _is_ours(h)]
                 removed += len(g["hooks"]) - len(kept)
                 if kept:
@@ -103,19 +105,16 @@ def _without_ours(data: dict) -> tuple[dict, int]:
     return out, removed
 
 
-def _write_json(path: str, data: dict) -> None:
-    """Replace the file atomically, 0600 (Claude's settings can hold API keys in `env`).
-
-    A symlinked file (dotfiles) is written where it points, so the link survives.
-    """
+def _write_text(path: str, text: str) -> None:
+    """Replace the file atomically, 0600; a symlinked file (dotfiles) is written where it points,
+    so the link survives."""
     path = os.path.realpath(path)
     private_dir(os.path.dirname(path))
     tmp = "%s.tmp-%d" % (path, os.getpid())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -123,6 +122,11 @@ def _write_json(path: str, data: dict) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _write_json(path: str, data: dict) -> None:
+    """Replace the file atomically, 0600 (Claude's settings can hold API keys in `env`)."""
+    _write_text(path, json.dumps(data, indent=2) + "\n")
 
 
 def _add_groups(path: str, data: dict, groups: dict[str, dict]) -> None:
@@ -147,12 +151,35 @@ def _target(a, paths: Paths) -> tuple[Host, str]:
     return host, host.settings_file(paths, os.environ, given)
 
 
+def _read_plugin(host: Host, path: str) -> str | None:
+    """A plugin host's file as it is (None: there is none); someone else's file there is not ours to replace."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise CliError("%s cannot be read (%s); nothing was changed" % (path, e))
+    if host.plugin_command(text) is None:
+        raise CliError("%s exists and was not written by Eggshell; move it away, then run this again (nothing was changed)" % path)
+    return text
+
+
 def cmd_install(a, paths: Paths) -> int:
     host, path = _target(a, paths)
     hook_bin = os.path.join(paths.bin_dir, "egg-hook")
     if not os.access(hook_bin, os.X_OK):
         raise CliError("%s is missing or not executable; run ./install.sh first" % hook_bin)
+    if host.plugin:  # a plugin relays the host's hooks: the file is Eggshell's alone
+        old = _read_plugin(host, path)
+        _write_text(path, host.plugin_source(hook_bin))
+        say("%s %s: the Eggshell plugin for %s, relaying %s" % ("updated" if old is not None else "wrote  ", path,
+                                                                host.label, ", ".join(host.events)))
+        say("command: %s %s" % (shlex.quote(hook_bin), host.name))
+        say(host.next_step)
+        return 0
     data, removed = _without_ours(_read_hooks(path))
+    data = {**host.hooks_file_defaults, **data}
     command = "%s %s" % (shlex.quote(hook_bin), host.name)
     groups = host.hook_groups(command)
     _add_groups(path, data, groups)
@@ -164,9 +191,14 @@ def cmd_install(a, paths: Paths) -> int:
 
 
 def cmd_uninstall(a, paths: Paths) -> int:
-    _host, path = _target(a, paths)
+    host, path = _target(a, paths)
     if not os.path.exists(path):
         say("nothing to do: %s does not exist" % path)
+        return 0
+    if host.plugin:
+        _read_plugin(host, path)
+        os.unlink(path)
+        say("removed %s (the Eggshell plugin for %s); %s loads it no more from its next start" % (path, host.label, host.label))
         return 0
     data, removed = _without_ours(_read_hooks(path))
     if not removed:

@@ -13,7 +13,9 @@ shape instead, so adding a host is one file here and one line in registry.py:
   variable names the chat in a command the agent runs (`!egg ...`);
 - `events`, `tool_events`, `settings_file`, `hook_groups`, `next_step`: what `egg
   install` writes where, and what `egg doctor` checks is there; `binary`: the command
-  `egg doctor` looks for to say the host is on this machine.
+  `egg doctor` looks for to say the host is on this machine;
+- `plugin`, `plugin_source`, `plugin_command`: for a host without command hooks (OpenCode), the
+  plugin file `egg install` writes at `settings_file` instead of merging hook entries into it.
 
 A host module knows payloads and replies only: it imports no part of memory (the house
 test enforces it), so it can be read, and replaced, without the rest.
@@ -67,6 +69,8 @@ class Host:
     timeout_limits: Mapping[str, int] = {}
     timeout_scale = 1  # the unit of its hooks file's timeouts, per second (1000: milliseconds)
     hook_name = ""  # a name for the hook entry, where the host shows one
+    hooks_file_defaults: Mapping[str, object] = {}  # top-level keys its hooks file must have (Cursor: its version)
+    plugin = ""  # a host that loads a plugin file, not a hooks file: that file's template (a resource here)
 
     def timeout(self, event: str) -> int:
         """The timeout `egg install` registers for `event`: TIMEOUT_S, or less where the host allows less."""
@@ -119,6 +123,34 @@ class Host:
     def deny_reason(self, text: str) -> str:
         return text
 
+    def carries(self, answer: dict, reply: object) -> bool:
+        """Whether `reply` (this host's, for `answer`) hands the model all `answer` gives it.
+
+        A host that takes no context for an event (Cursor's prompt, a before-tool hook
+        elsewhere) leaves it out of its reply; what never reached the model must not be
+        counted as delivered, or the next call would be denied as already seen."""
+        def strings(v: object):
+            if isinstance(v, str):
+                yield v
+            elif isinstance(v, dict):
+                for x in v.values():
+                    yield from strings(x)
+            elif isinstance(v, list):
+                for x in v:
+                    yield from strings(x)
+
+        given = list(strings(reply))
+        wanted = [answer[k].rstrip(".") for k in ("context", "deny") if isinstance(answer.get(k), str) and answer[k]]
+        return all(any(w in s for s in given) for w in wanted)
+
+    def plugin_source(self, hook_command: str) -> str:
+        """The plugin file's text, running `hook_command` (egg-hook's path); only where `plugin` is set."""
+        raise NotImplementedError
+
+    def plugin_command(self, text: str) -> str | None:
+        """The egg-hook a plugin file's text runs, if Eggshell wrote it; None for someone else's file."""
+        raise NotImplementedError
+
     def settings_file(self, paths: Paths, env: Mapping[str, str], given: str | None) -> str:
         """The file `egg install` edits and `egg doctor` reads; `given`: the path the user named with `option`."""
         raise NotImplementedError
@@ -133,3 +165,9 @@ class Host:
 
 def expand(path: str) -> str:
     return os.path.abspath(os.path.expanduser(path))
+
+
+def absolute(here: str, value: object) -> str | None:
+    """A path a tool was given, made absolute against the directory the call ran in, as the
+    lifecycle's tools name their files (None for no path)."""
+    return os.path.normpath(os.path.join(here, value)) if isinstance(value, str) and value else None

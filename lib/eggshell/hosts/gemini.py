@@ -24,7 +24,7 @@ import os
 from collections.abc import Mapping
 
 from eggshell.core.binary import without_binary
-from eggshell.hosts.base import Host, expand
+from eggshell.hosts.base import Host, absolute, expand
 from eggshell.paths import Paths
 
 EVENTS = {"BeforeAgent": "UserPromptSubmit", "BeforeTool": "PreToolUse", "AfterTool": "PostToolUse",
@@ -86,8 +86,7 @@ class Gemini(Host):
         here = os.path.join(cwd, args["dir_path"]) if isinstance(args.get("dir_path"), str) else cwd
 
         def at(key: str) -> str | None:
-            v = args.get(key)
-            return os.path.normpath(os.path.join(here, v)) if isinstance(v, str) and v else None
+            return absolute(here, args.get(key))
 
         kind = TOOLS[name]
         if kind == "Bash":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from eggshell.hosts.base import Host
 
-NAMES = ("codex", "claude", "gemini")
+NAMES = ("codex", "claude", "gemini", "opencode", "cursor")
 
 
 def get(name: str) -> Host | None:

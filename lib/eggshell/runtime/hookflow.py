@@ -174,7 +174,10 @@ def managed(host, raw: str, paths: _paths.Paths, deadline_from: float, res=None,
                           "budget": max(0.0, wait - time.monotonic() - 0.05)}, wait):
                 got = conn.receive(wait)
                 if got is not None and isinstance(got.get("reply"), dict):
-                    return host.reply(st.event, got["reply"]), lambda: (conn.send({"op": "ack"}, time.monotonic() + 1.0), conn.close())
+                    reply = host.reply(st.event, got["reply"])
+                    if not host.carries(got["reply"], reply):  # left out by the host: not delivered, so not acknowledged
+                        return reply, conn.close
+                    return reply, lambda: (conn.send({"op": "ack"}, time.monotonic() + 1.0), conn.close())
             conn.close()
             if advice_only and time.monotonic() < deadline:
                 return {}, None  # a busy manager: the result is journaled, its advice is not waited for
@@ -205,8 +208,11 @@ def _cold(host, payload: dict, st, paths: _paths.Paths, deadline: float, settle:
 
     def work() -> None:
         try:
-            box["reply"] = host.reply(st.event, turnflow.answer(payload, st, paths, res, effects, host.context_cap))
+            answer = turnflow.answer(payload, st, paths, res, effects, host.context_cap)
+            box["reply"] = host.reply(st.event, answer)
             ujson.dumps(box["reply"])
+            if not host.carries(answer, box["reply"]):
+                effects[:] = []  # the host left it out: nothing of it was delivered
         except Exception as e:
             box["error"] = e
 

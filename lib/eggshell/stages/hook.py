@@ -21,8 +21,8 @@ PROG = "egg-hook"
 
 USAGE = """usage: egg-hook HOST < payload.json
 
-Handle one hook event from a coding agent. HOST names the agent CLI: codex or
-claude (hosts/registry.py). Reads the hook's JSON payload on stdin and writes one JSON reply
+Handle one hook event from a coding agent. HOST names the agent CLI: %s
+(hosts/registry.py). Reads the hook's JSON payload on stdin and writes one JSON reply
 on stdout. Always exits 0: on any error the reply is {} and the error is logged
 to $EGGSHELL_DATA_ROOT/logs/hook.log; SessionStart's reply then says why memory is
 off (a broken config, a refused data root or store, a store that cannot be read).
@@ -42,7 +42,7 @@ environment:
   EGGSHELL_TOOL_WAIT_S=S      a PostToolUse waits at most S seconds from its start for
                               the warm manager's context, then answers without it (0.3)
 
-Register it with `egg install codex` rather than by hand."""
+Register it with `egg install HOST` rather than by hand.""" % ", ".join(registry.NAMES)
 
 
 def main(argv: list[str]) -> int:

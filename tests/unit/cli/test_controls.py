@@ -12,7 +12,8 @@ import pytest
 
 from eggshell.cli import main as cli
 from eggshell import config
-from eggshell.cli import controls, doctor
+from eggshell.cli import doctor
+from eggshell.hosts import registry
 from eggshell.hosts.codex import HOST as CODEX
 from eggshell.runtime.chat import Chat, ChatControl
 from eggshell.runtime.journal import Journal
@@ -436,9 +437,10 @@ def test_inspect_lists_every_path(egg):
 
 def no_agent_clis_on_path(monkeypatch) -> None:
     """The doctor names an agent CLI on PATH that lacks Eggshell (tests/unit/hosts/test_gemini.py):
-    `make test` puts codex, claude and gemini there, so these checklists run without them."""
+    `make test` puts every host's CLI there, so these checklists run without them."""
+    clis = [h.binary for h in registry.every() if h.binary]
     monkeypatch.setenv("PATH", os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
-                                               if d and not any(os.path.exists(os.path.join(d, b)) for b in ("codex", "claude", "gemini"))))
+                                               if d and not any(os.path.exists(os.path.join(d, b)) for b in clis)))
 
 
 def install_codex_hooks(egg, events=CODEX.events):

@@ -151,23 +151,6 @@ def test_a_malformed_gemini_payload_fails_open(env):
 # -- egg install gemini / egg uninstall gemini ------------------------------------------------------
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    """An isolated HOME, prefix and data root for `egg` run in-process, with the checkout's bin/."""
-    from helpers import REPO
-
-    for k in list(os.environ):
-        if k.startswith(("EGGSHELL_", "GEMINI_")):
-            monkeypatch.delenv(k)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("EGGSHELL_PREFIX", str(tmp_path / "prefix"))
-    monkeypatch.setenv("EGGSHELL_DATA_ROOT", str(tmp_path / "data"))
-    monkeypatch.setenv("EGGSHELL_BIN", os.path.join(REPO, "bin"))
-    return home
-
-
 def test_install_merges_into_gemini_settings_and_uninstall_takes_only_ours(home, capsys):
     from eggshell.cli import main as cli
     from helpers import REPO

@@ -16,10 +16,10 @@ PATHS = Paths("/p", "/d", "/p/config.toml", "/home/u/.codex", "/p/bin")
 
 
 def test_the_registry_names_every_host_once_and_nothing_else():
-    assert registry.NAMES == ("codex", "claude", "gemini")
+    assert registry.NAMES == ("codex", "claude", "gemini", "opencode", "cursor")
     assert [h.name for h in registry.every()] == list(registry.NAMES)
     assert registry.get("codex") is CODEX and registry.get("claude") is CLAUDE
-    assert registry.get("cursor") is None and registry.get("") is None
+    assert registry.get("windsurf") is None and registry.get("") is None
 
 
 def test_a_codex_payload_is_already_a_lifecycle_event():
@@ -91,3 +91,17 @@ def test_context_caps_and_chat_variables():
     assert (CODEX.context_cap, CLAUDE.context_cap) == (48000, 10000)
     assert (CODEX.chat_env, CLAUDE.chat_env) == ("CODEX_THREAD_ID", None)
     assert CODEX.required and not CLAUDE.required
+
+
+def test_a_reply_carries_an_answer_only_when_the_model_gets_all_of_it():
+    from eggshell.hosts.codex import HOST as codex
+    from eggshell.hosts.cursor import HOST as cursor
+    from eggshell.hosts.gemini import HOST as gemini
+
+    deny = {"deny": "not run: see the earlier output."}
+    assert codex.carries(deny, codex.reply("PreToolUse", deny))  # Codex drops the full stop: still all of it
+    assert codex.carries({"context": "PRIOR"}, codex.reply("UserPromptSubmit", {"context": "PRIOR"}))
+    assert not cursor.carries({"context": "PRIOR"}, cursor.reply("UserPromptSubmit", {"context": "PRIOR"}))
+    assert not gemini.carries({"context": "advice"}, gemini.reply("PreToolUse", {"context": "advice"}))
+    assert gemini.carries({"status": "on"}, gemini.reply("SessionStart", {"status": "on"}))  # a status is not for the model
+    assert codex.carries({}, {})

@@ -261,4 +261,4 @@ def test_help_names_claude_and_its_option(egg):
         egg("install", "--help")
     assert e.value.code == 0
     out = egg.capsys.readouterr().out
-    assert "{codex,claude,gemini}" in out and "--settings PATH" in out and "CLAUDE_CONFIG_DIR" in out
+    assert "{codex,claude,gemini,opencode,cursor}" in out and "--settings PATH" in out and "CLAUDE_CONFIG_DIR" in out
