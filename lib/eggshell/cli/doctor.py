@@ -157,6 +157,41 @@ def check_model(c: Checkup) -> tuple[str, str]:
     return "ok", "semantic matcher: %s%s" % (m.text, how)
 
 
+DROPS_WINDOW_S = 24 * 3600
+LOG_TAIL_BYTES = 512 * 1024
+
+
+def check_semantic_drops(c: Checkup, now: float | None = None) -> tuple[str, str] | None:
+    """Prompts answered lexically in the last day because the semantic side failed (a deadline,
+    a crash): each is a line of hook.log; what is dropped is said, never silent."""
+    import calendar
+    import time
+
+    from eggshell.search.searcher import DROPPED_NOTE
+
+    try:
+        with open(c.paths.log_file, "rb") as f:
+            f.seek(max(0, os.path.getsize(c.paths.log_file) - LOG_TAIL_BYTES))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    since = (time.time() if now is None else now) - DROPS_WINDOW_S
+    drops = []
+    for line in lines:
+        if DROPPED_NOTE not in line:
+            continue
+        try:
+            when = calendar.timegm(time.strptime(line[:20], "%Y-%m-%dT%H:%M:%SZ"))
+        except ValueError:
+            continue
+        if when >= since:
+            drops.append(line)
+    if not drops:
+        return None
+    return "WARN", ("semantic side dropped %s in the last 24 h, those prompts matched lexically only (last: %s); see %s "
+                    "and docs/troubleshooting.md" % (count(len(drops), "time"), drops[-1][21:][:300], c.paths.log_file))
+
+
 def check_data_root(c: Checkup) -> tuple[str, str]:
     d = c.paths.data_root
     probe = d
@@ -462,7 +497,7 @@ def check_login_shell(c: Checkup, timeout: float = LOGIN_SHELL_TIMEOUT_S) -> tup
 
 
 DOCTOR_CHECKS: tuple[Callable[[Checkup], tuple[str, str] | None], ...] = (
-    check_hook_bin, *(host_check(h) for h in registry.every()), host_notes, check_config, check_model, check_data_root,
+    check_hook_bin, *(host_check(h) for h in registry.every()), host_notes, check_config, check_model, check_semantic_drops, check_data_root,
     check_manager, check_store_lock, check_store_trust, check_quarantine, check_telemetry_leftover, check_login_shell,
 )
 

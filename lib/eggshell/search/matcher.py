@@ -16,7 +16,7 @@ from typing import Callable
 from eggshell.config import Config
 from eggshell.search.rank import DEFAULT_THRESHOLD, Settings
 from eggshell.search.local import Provider
-from eggshell.search.searcher import Semantic, SemanticList
+from eggshell.search.searcher import DROPPED_NOTE, Dropped, Semantic, SemanticList
 
 PROVIDER_DEADLINE_S = 15.0
 
@@ -35,10 +35,11 @@ def in_process(cfg: Config, data_root: str, depth: int, log: Callable[[str], Non
     """The built-in provider in this process (the hook path: no child to start)."""
     provider = Provider(Settings.from_config(cfg, mode="semantic", top_k=depth, anchor_k=0), data_root, log)
 
-    def semantic(text: str, candidates: list[dict], k: int) -> SemanticList | None:
+    def semantic(text: str, candidates: list[dict], k: int) -> SemanticList | Dropped:
         r = provider.rank(text, [c["text"] for c in candidates])
         if r.error:
-            return None
+            log("the built-in model failed: %s; %s" % (r.error, DROPPED_NOTE))
+            return Dropped("the built-in model failed: %s" % r.error)
         score = dict(r.fused)
         return SemanticList([(i, score[i]) for i in r.selected[:k]], provider.settings.threshold, cosine=True)
 
@@ -58,11 +59,11 @@ def child(argv: list[str], log: Callable[[str], None], deadline_s: float = PROVI
 
     client = ProviderClient(list(argv), deadline_s=deadline_s, log=log)
 
-    def semantic(text: str, candidates: list[dict], k: int) -> SemanticList | None:
+    def semantic(text: str, candidates: list[dict], k: int) -> SemanticList | Dropped:
         r = client.query(text, candidates, k)
         if r.related is None:
-            log("search provider %s failed: %s; this query is answered lexically" % (argv[0], r.error))
-            return None
+            log("search provider %s failed: %s; %s" % (argv[0], r.error, DROPPED_NOTE))
+            return Dropped("search provider %s failed: %s" % (argv[0], r.error))
         if r.scores is not None:
             return SemanticList(list(zip(r.related, r.scores)), floor, cosine)
         n = len(r.related)

@@ -22,8 +22,18 @@ from eggshell.search.rank import (B, BM25, DEFAULT_ANCHOR_K, DEFAULT_TOP_K, K1, 
 from eggshell.search.terms import terms
 
 # The semantic side: (query, candidates [{"id","text"}], how many) -> SemanticList, or
-# None when the provider failed (the query then goes on lexically).
-Semantic = Callable[[str, list[dict], int], "SemanticList | None"]
+# Dropped when the provider failed (the query then goes on lexically, and says why).
+Semantic = Callable[[str, list[dict], int], "SemanticList | Dropped | None"]
+
+
+DROPPED_NOTE = "this query is answered lexically"  # ends each drop's line in hook.log: `egg doctor` counts them
+
+
+class Dropped(NamedTuple):
+    """The semantic side failed for this query: why, in words (a deadline, a crash, a reply
+    that is not the protocol's). Never silent: egg-query's message and the trace carry it."""
+
+    why: str
 
 
 
@@ -78,6 +88,7 @@ class Searcher:
         self.settings = settings
         self.mode, self.anchor_k, self.model, self.k1, self.b = settings.mode, settings.anchor_k, settings.model, settings.k1, settings.b
         self.semantic = semantic
+        self.dropped: str | None = None  # why the last search answered lexically though it asked for more
         self.trace = trace  # a sidecar file: one line per query with every ranking and timing
         self._stamp: tuple | None = None
         self.views: list[TurnView] = []
@@ -155,10 +166,13 @@ class Searcher:
         floor = 0.0
         cosines: dict[int, float] = {}
         mode = self.mode
+        self.dropped = None
         if mode != "lexical":
             got = self.semantic(text, self.candidates, semantic_depth(top_k)) if (self.semantic and n) else None
-            if got is None:
+            if got is None or isinstance(got, Dropped):
                 mode = "lexical"  # no provider, or it failed: answer lexically
+                if self.semantic and n:
+                    self.dropped = got.why if isinstance(got, Dropped) else "the semantic side gave no answer"
             else:
                 floor = got.floor
                 seen: set[int] = set()
@@ -185,7 +199,7 @@ class Searcher:
 
             append_trace(self.trace, {
                 "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "mode": self.mode, "answered_as": mode, "model": self.model,
+                "mode": self.mode, "answered_as": mode, "semantic_dropped": self.dropped, "model": self.model,
                 "candidate_count": n, "candidate_ids": [v.id for v in self.views],
                 "lexical": cut(lexical), "passages": cut(passages), "anchors": cut(anchors), "semantic": cut(semantic),
                 "fused": cut(fused),
@@ -212,4 +226,7 @@ def hits_message(searcher: Searcher, message: object, top_k: int, min_coverage: 
     if text is None:
         return None
     hits = searcher.search(text, top_k, min_coverage)
-    return {"query": message["query"], "hits": [asdict(h) for h in hits]}
+    out = {"query": message["query"], "hits": [asdict(h) for h in hits]}
+    if searcher.dropped is not None:  # hybrid asked, lexical answered: the message says so and why
+        out["semantic_dropped"] = searcher.dropped
+    return out

@@ -507,3 +507,21 @@ def test_a_searcher_that_grew_answers_as_a_new_one(tmp_path):
     for q in ("parse_config", "late_fee weekends", "billing tests"):
         assert grown.search(q, 5, 0.0) == Searcher([Store.open(egg)]).search(q, 5, 0.0)
     assert len(grown.views) == 6
+
+
+def test_a_dropped_semantic_side_is_said_in_the_message_and_the_trace(one_store, tmp_path):
+    """Hybrid asked, lexical answered: egg-query's message names why, and so does the trace."""
+    from eggshell.search.searcher import Dropped, SemanticList, hits_message
+
+    trace = str(tmp_path / "trace.ndjson")
+    msg = {"query": {"text": "how is the late_fee calculated"}}
+    failing = Searcher([one_store], mode="hybrid", trace=trace,
+                       semantic=lambda text, cands, k: Dropped("search provider egg-index failed: no reply within 15 s"))
+    out = hits_message(failing, msg, 5, 0.0)
+    assert out["semantic_dropped"] == "search provider egg-index failed: no reply within 15 s" and out["hits"]
+    line = json.loads(open(trace).read().splitlines()[-1])
+    assert (line["answered_as"], line["semantic_dropped"]) == ("lexical", "search provider egg-index failed: no reply within 15 s")
+    assert "semantic_dropped" in hits_message(Searcher([one_store], mode="hybrid", semantic=lambda *a: None), msg, 5, 0.0)
+    working = Searcher([one_store], mode="hybrid", semantic=lambda text, cands, k: SemanticList([(0, 0.9)], 0.2, cosine=True))
+    assert "semantic_dropped" not in hits_message(working, msg, 5, 0.0)
+    assert "semantic_dropped" not in hits_message(Searcher([one_store]), msg, 5, 0.0)  # lexical by choice: nothing dropped
