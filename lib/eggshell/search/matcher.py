@@ -48,7 +48,7 @@ def in_process(cfg: Config, data_root: str, depth: int, log: Callable[[str], Non
 
 
 def child(argv: list[str], log: Callable[[str], None], deadline_s: float = PROVIDER_DEADLINE_S,
-          floor: float = DEFAULT_THRESHOLD, cosine: bool = False) -> tuple[Semantic, Callable[[], None]]:
+          floor: float = DEFAULT_THRESHOLD, cosine: bool = False, startup_s: float = 0.0) -> tuple[Semantic, Callable[[], None]]:
     """A provider program behind the protocol; returns the semantic side and a closer.
 
     `floor` is the least score the program reports (the built-in egg-index's threshold);
@@ -57,7 +57,7 @@ def child(argv: list[str], log: Callable[[str], None], deadline_s: float = PROVI
     """
     from eggshell.search.provider import ProviderClient
 
-    client = ProviderClient(list(argv), deadline_s=deadline_s, log=log)
+    client = ProviderClient(list(argv), deadline_s=deadline_s, log=log, startup_s=startup_s)
 
     def semantic(text: str, candidates: list[dict], k: int) -> SemanticList | Dropped:
         r = client.query(text, candidates, k)
@@ -72,12 +72,15 @@ def child(argv: list[str], log: Callable[[str], None], deadline_s: float = PROVI
     return semantic, client.close
 
 
-def choose(cfg: Config, data_root: str, bin_dir: str, depth: int, log: Callable[[str], None], *, prefer_in_process: bool) -> tuple[Semantic | None, Callable[[], None]]:
-    """(semantic side or None, closer) for these settings."""
+def choose(cfg: Config, data_root: str, bin_dir: str, depth: int, log: Callable[[str], None], *, prefer_in_process: bool,
+           startup_s: float = 0.0) -> tuple[Semantic | None, Callable[[], None]]:
+    """(semantic side or None, closer) for these settings; `startup_s`: how much longer a child's
+    first query may take (provider.STARTUP_S for a batch; none where a worker must not wait)."""
     if cfg.mode == "lexical" or cfg.semantic_matcher is False:
         return None, lambda: None
     if isinstance(cfg.semantic_matcher, tuple):
-        return child(list(cfg.semantic_matcher), log, floor=float("inf"))  # its own scale: normalize from its lowest score
+        return child(list(cfg.semantic_matcher), log, floor=float("inf"), startup_s=startup_s)  # its own scale: normalize from its lowest score
     if prefer_in_process:
         return in_process(cfg, data_root, depth, log), lambda: None
-    return child(builtin_argv(cfg, bin_dir, depth), log, floor=DEFAULT_THRESHOLD if cfg.threshold is None else cfg.threshold, cosine=True)
+    return child(builtin_argv(cfg, bin_dir, depth), log, floor=DEFAULT_THRESHOLD if cfg.threshold is None else cfg.threshold, cosine=True,
+                 startup_s=startup_s)

@@ -57,6 +57,16 @@ LOG_BYTES = 64 * 1024  # stderr passed to `log` per child; the rest is drained u
 LOG_LINE_CHARS = 500
 CLOSE_GRACE_S = 1.0  # how long close() lets a child exit on EOF before killing it
 REAP_S = 2.0  # how long to wait for a SIGKILLed child to be reaped
+# A child's start (a model to load, a cache to map, every candidate to window) is not the
+# query's fault: where the caller allows it (egg-query, a batch), the first query to a child
+# just started may take this much longer. The warm manager allows none: its worker must not
+# wait on a start.
+STARTUP_S = 30.0
+# After a query ran out of time the child is killed (its late reply would answer the next
+# query); the next queries do not start another at once but wait this long, doubling per
+# slow failure in a row up to BACKOFF_MAX_S, and are answered without it meanwhile.
+BACKOFF_S = 30.0
+BACKOFF_MAX_S = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +121,19 @@ def _wait(fd: int, event: int, timeout: float) -> bool:
 
 
 class _Failure(EggshellError):
-    """A provider failure; the child is killed and the message reported."""
+    """A provider failure; the child is killed and the message reported. `slow`: it ran out of
+    time (the client then backs off before starting another)."""
+
+    def __init__(self, msg: str, slow: bool = False):
+        super().__init__(msg)
+        self.slow = slow
 
 
 class ProviderClient:
     """A provider child, started on first use, killed on any failure, restarted on next use."""
 
     def __init__(self, argv: list[str], *, deadline_s: float = 15.0, env: dict | None = None,
-                 log: Callable[[str], Any] | None = None):
+                 log: Callable[[str], Any] | None = None, startup_s: float = 0.0, backoff_s: float = BACKOFF_S):
         if not argv:
             raise ValueError("provider argv must name a program")
         if not deadline_s > 0:
@@ -130,6 +145,10 @@ class ProviderClient:
         self._proc: subprocess.Popen | None = None
         self._drain: threading.Thread | None = None
         self._buf = bytearray()
+        self.startup_s, self.backoff_s = float(startup_s), float(backoff_s)
+        self._slow = 0  # queries in a row that ran out of time
+        self._retry_at = 0.0  # no child is started before this (monotonic) time
+        self._fresh = False
 
     @property
     def pid(self) -> int | None:
@@ -168,8 +187,14 @@ class ProviderClient:
             line = _encode({"query": {"id": query_id, "text": text}, "candidates": candidates})
         except (TypeError, ValueError, RecursionError) as e:
             return done(None, "cannot encode the query: %s" % e)
+        if self._proc is None and t0 < self._retry_at:
+            return done(None, "provider %s: backing off after %d quer%s past the deadline (next try in %.0f s)"
+                        % (self.argv[0], self._slow, "y" if self._slow == 1 else "ies", self._retry_at - t0))
         try:
             self._ready()
+            if self._fresh:
+                deadline += self.startup_s  # its start is not this query's time
+                self._fresh = False
             self._write(line, deadline)
             raw = self._read_line(deadline)
             if self._buf:
@@ -185,10 +210,14 @@ class ProviderClient:
                 raise _Failure("%s: %.120r" % (note, raw))
         except _Failure as e:
             self._kill()
+            if e.slow:
+                self._slow += 1
+                self._retry_at = time.monotonic() + min(BACKOFF_MAX_S, self.backoff_s * 2 ** (self._slow - 1))
             return done(None, "provider %s: %s" % (self.argv[0], e))
         except BaseException:
             self._kill()  # interrupted with a query outstanding: its reply would answer the next one
             raise
+        self._slow = 0
         return done(related, note, scores)
 
     # -- the child ----------------------------------------------------------------
@@ -226,6 +255,7 @@ class ProviderClient:
         os.set_blocking(p.stdout.fileno(), False)
         self._proc = p
         self._buf = bytearray()
+        self._fresh = True  # its first query may take STARTUP_S longer
         if p.stderr is not None:
             self._drain = threading.Thread(target=_drain, args=(p.stderr, self.log, "%s[%d]" % (os.path.basename(self.argv[0]), p.pid)),
                                            name="provider-stderr-%d" % p.pid, daemon=True)
@@ -248,7 +278,7 @@ class ProviderClient:
                 raise _Failure("write failed: %s" % e) from None
             left = deadline - time.monotonic()
             if left <= 0 or not _wait(fd, selectors.EVENT_WRITE, left):
-                raise _Failure("not reading its input after %.1fs" % self.deadline_s)
+                raise _Failure("not reading its input after %.1fs" % self.deadline_s, slow=True)
 
     def _read_line(self, deadline: float) -> bytes:
         """The next line from the child's stdout, without its newline; the rest stays in _buf."""
@@ -265,7 +295,7 @@ class ProviderClient:
                 raise _Failure("reply longer than %d bytes" % MAX_REPLY_BYTES)
             left = deadline - time.monotonic()
             if left <= 0 or not _wait(fd, selectors.EVENT_READ, left):
-                raise _Failure("no reply within %.1fs" % self.deadline_s)
+                raise _Failure("no reply within %.1fs" % self.deadline_s, slow=True)
             try:
                 chunk = os.read(fd, 65536)
             except BlockingIOError:

@@ -8,6 +8,7 @@ do not grow the cache. Scoring is one matrix product over the cache's rows.
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import numpy as np
@@ -18,6 +19,10 @@ MAX_WINDOWS = 16  # per record: one huge tool output cannot stall search
 EMBED_BATCH = 256  # windows per cache segment: a crash loses at most this many
 MEMO_LIMIT = 200_000
 QUERY_EMBED_LIMIT = 256  # windows a query may embed for records not indexed yet; the rest wait for `egg index`
+# ... and the seconds it may spend on them: catch-up stops there, keeping what it embedded, so a
+# provider's deadline is never spent on windows that are then lost (a child killed mid-batch).
+QUERY_EMBED_BUDGET_S = 4.0
+QUERY_BATCH = 32  # windows per cache segment at query time: each is stored as soon as it is made
 NO_SCORE = -np.inf
 
 
@@ -29,6 +34,7 @@ class SemanticIndex:
         self._cache = None
         self._rows: dict[str, np.ndarray] = {}  # record text -> cache rows of its windows (complete only)
         self.query_embed_limit = QUERY_EMBED_LIMIT  # a warm manager lowers it and fills the rest while idle
+        self.query_embed_budget_s = QUERY_EMBED_BUDGET_S
         self.embedded = 0  # windows the last `ensure` embedded
         self._flat: tuple[list[str], np.ndarray, np.ndarray] | None = None  # last candidates: their rows, flattened
         self._epoch = 0  # the cache's epoch the memos above belong to
@@ -54,11 +60,14 @@ class SemanticIndex:
     def _windows(self, text: str) -> list[str]:
         return [w.text for w in self.encoder.windows(text)[:MAX_WINDOWS]]
 
-    def ensure(self, texts: list[str], progress: Callable[[int, int], None] | None = None, limit: int | None = None) -> list[np.ndarray]:
+    def ensure(self, texts: list[str], progress: Callable[[int, int], None] | None = None, limit: int | None = None,
+               budget_s: float | None = None) -> list[np.ndarray]:
         """Cache rows for each text's windows, embedding (in batches) what the cache lacks.
 
-        With `limit`, at most that many windows are embedded now; a text whose windows are
-        not all cached yet gets the rows it has, and is completed by a later call.
+        With `limit`, at most that many windows are embedded now; with `budget_s`, no new batch
+        starts past that many seconds, and batches are small (QUERY_BATCH), each stored when
+        made. A text whose windows are not all cached yet gets the rows it has (it is scored
+        by them) and is completed by a later call.
         """
         cache = self.cache
         cache.check_purge()
@@ -70,7 +79,7 @@ class SemanticIndex:
         if todo:
             cache.refresh()
             if self._sync():  # a purge ran just now: every memo is void, start again
-                return self.ensure(texts, progress, limit)
+                return self.ensure(texts, progress, limit, budget_s)
             wins = {t: self._windows(t) for t in todo}
             unique = list(dict.fromkeys(w for ws in wins.values() for w in ws))
             rows = cache.lookup(unique) if unique else np.zeros(0, dtype=np.int64)
@@ -79,12 +88,20 @@ class SemanticIndex:
                 if limit >= QUERY_EMBED_LIMIT:
                     self.log("%d windows of earlier turns are not embedded yet; embedding %d now (run `egg index` to do the rest)" % (len(missing), limit))
                 missing = missing[:limit]
-            self.embedded = len(missing)
-            for i in range(0, len(missing), EMBED_BATCH):
-                batch = missing[i : i + EMBED_BATCH]
+            size = EMBED_BATCH if budget_s is None else QUERY_BATCH
+            started = time.monotonic()
+            done = 0
+            for i in range(0, len(missing), size):
+                if budget_s is not None and done and time.monotonic() - started >= budget_s:
+                    self.log("embedded %d of %d missing windows within %g s; the rest wait for the next query or `egg index`"
+                             % (done, len(missing), budget_s))
+                    break
+                batch = missing[i : i + size]
                 cache.put(batch, self.encoder.embed(batch))
+                done += len(batch)
                 if progress:
-                    progress(min(i + EMBED_BATCH, len(missing)), len(missing))
+                    progress(min(i + size, len(missing)), len(missing))
+            self.embedded = done
             if missing:
                 rows = cache.lookup(unique)
             where = dict(zip(unique, rows.tolist()))
@@ -100,7 +117,7 @@ class SemanticIndex:
         """(all rows of the candidates' windows, the count per candidate), kept while they are the same."""
         if self._flat is not None and self._flat[0] == texts:
             return self._flat[1], self._flat[2]
-        rows = self.ensure(texts, limit=self.query_embed_limit)
+        rows = self.ensure(texts, limit=self.query_embed_limit, budget_s=self.query_embed_budget_s)
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         flat = np.concatenate(rows) if lengths.sum() else np.zeros(0, dtype=np.int64)
         if all(t in self._rows for t in texts):  # complete: safe to reuse for the next query

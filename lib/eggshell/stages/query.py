@@ -17,6 +17,7 @@ from typing import IO
 from eggshell.graph.store import EggError, Store
 from eggshell.search.rank import DEFAULT_ANCHOR_K, DEFAULT_TOP_K, MODES, Settings
 from eggshell.search.searcher import DEFAULT_MIN_COVERAGE, Searcher, hits_message, semantic_depth
+from eggshell.search.provider import STARTUP_S
 from eggshell.stages import common as stage
 
 PROG = "egg-query"
@@ -82,7 +83,8 @@ that does not exist is one: a typo must not read as "nothing relevant"; no line 
             cfg = replace(cfg, mode=a.mode)
         top_k = a.top_k or cfg.top_k
         log = lambda m: stage.warn(PROG, m)  # noqa: E731
-        semantic, close = matcher.choose(cfg, paths.data_root, paths.bin_dir, semantic_depth(top_k), log, prefer_in_process=a.in_process)
+        semantic, close = matcher.choose(cfg, paths.data_root, paths.bin_dir, semantic_depth(top_k), log, prefer_in_process=a.in_process,
+                                        startup_s=STARTUP_S)  # a batch: the child's start is not a query's
         trace = None if a.no_trace else os.path.join(paths.data_root, "semantic", "matcher-trace.jsonl")
         searcher = Searcher((Store.open(path) for path in a.egg), semantic=semantic, trace=trace,
                             settings=Settings.from_config(cfg, anchor_k=a.anchor_k))

@@ -57,6 +57,8 @@ def client():
 
     def make(argv, **kw) -> ProviderClient:
         kw.setdefault("deadline_s", DEADLINE)
+        kw.setdefault("startup_s", 0.0)  # these tests time the deadline itself (a start's allowance: below)
+        kw.setdefault("backoff_s", 0.0)
         c = ProviderClient(argv, **kw)
         made.append(c)
         return c
@@ -376,3 +378,35 @@ def test_requests_are_one_json_line_each(client, tmp_path):
     seen = [json.loads(l) for l in log.read_text().splitlines()]
     assert seen == [{"index": [{"id": "a", "text": "x\ny"}]},
                     {"query": {"id": "id-1", "text": "q\nq"}, "candidates": CANDS}]
+
+
+def test_a_childs_start_is_not_counted_against_its_first_query(client):
+    """A provider that takes 2 s to start (a model to load) answers its first query within a
+    1 s deadline plus the start allowance; without the allowance the same child is killed."""
+    c = client(fake("slow_start", "2"), startup_s=10.0)
+    r, took = ask(c)
+    assert r.related == GOOD and took >= 2.0, (r, took)
+    r, took = ask(c)  # started: the deadline alone from now on
+    assert r.related == GOOD and took < DEADLINE
+    bare = client(fake("slow_start", "2"))
+    assert "no reply within" in (ask(bare)[0].error or "")
+
+
+def test_a_slow_child_is_not_replaced_on_every_query(client, tmp_path):
+    """After a query runs out of time, the next queries are answered without a provider (at
+    once, saying why) until the back-off has passed, doubling per slow failure in a row."""
+    c = client(fake("stall"), backoff_s=1.0)
+    r, took = ask(c)
+    assert "no reply within" in r.error and c.pid is None
+    r, took = ask(c)
+    assert r.related is None and "backing off after 1 query past the deadline" in r.error and took < 0.5
+    assert c.pid is None  # no child started
+    time.sleep(1.1)
+    r, _ = ask(c)
+    assert "no reply within" in r.error  # tried again: a fresh child, stalled again
+    r, _ = ask(c)
+    assert "backing off after 2 queries past the deadline (next try in 2 s)" in r.error
+    # a failure that is not slowness (a crash) does not back off: the next query starts another
+    crash = client(fake("exits_now"), backoff_s=60.0)
+    ask(crash)
+    assert "backing off" not in (ask(crash)[0].error or "")

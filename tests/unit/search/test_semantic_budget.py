@@ -1,0 +1,60 @@
+"""Query-time catch-up embedding is bounded by time and keeps what it made.
+
+A query over records never indexed embeds their windows itself. Embedding them all could
+outlast the provider's deadline, and the child would be killed with nothing stored, so
+the next query would repeat the same work. Now catch-up stops starting batches once its
+time budget is spent, stores each small batch as soon as it is made, and scores the
+candidates with the windows they have. The next query goes on from there.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import numpy as np
+
+from eggshell.search import semantic
+
+
+class SlowEncoder:
+    """Stands in for the model: one window per text, 20 ms per embed call, deterministic vectors."""
+
+    model_id = "test/slow-encoder"
+    dim = 8
+
+    def __init__(self):
+        self.calls: list[int] = []
+
+    def load(self):
+        pass
+
+    def windows(self, text):
+        return [SimpleNamespace(text=text)] if text else []
+
+    def embed(self, batch):
+        time.sleep(0.02)
+        self.calls.append(len(batch))
+        v = np.stack([np.random.default_rng(abs(hash(t)) % (1 << 32)).standard_normal(self.dim) for t in batch]).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_catch_up_stops_at_its_budget_keeps_what_it_embedded_and_the_next_query_goes_on(tmp_path):
+    enc = SlowEncoder()
+    idx = semantic.SemanticIndex(enc, str(tmp_path / "cache"))
+    idx.query_embed_budget_s = 0.05  # about three batches of QUERY_BATCH windows
+    texts = ["record %d about late fees" % i for i in range(10 * semantic.QUERY_BATCH)]
+    first = idx.scores("late fees", texts)
+    made = idx.embedded
+    assert 0 < made < len(texts), made  # stopped early ...
+    assert all(n <= semantic.QUERY_BATCH for n in enc.calls[:-1])  # ... in small batches (the last call: the query)
+    assert np.isfinite(first).sum() == made  # those it has are scored; the rest wait, never an error
+    # what was embedded is in the cache, for another process too
+    again = semantic.SemanticIndex(SlowEncoder(), str(tmp_path / "cache"))
+    assert sum(len(r) for r in again.ensure(texts, limit=0)) == made
+    second = idx.scores("late fees", texts)  # the next query embeds the next windows, not the same ones
+    assert idx.embedded > 0 and np.isfinite(second).sum() == made + idx.embedded
+    # with no budget (egg index), everything is embedded in one go
+    rest = semantic.SemanticIndex(SlowEncoder(), str(tmp_path / "cache"))
+    rest.ensure(texts)
+    assert all(len(r) == 1 for r in rest.ensure(texts))
