@@ -44,7 +44,7 @@ def env(tmp_path):
     os.symlink(real_venv(), prefix / "share" / "eggshell" / "venv")
     e = {k: v for k, v in os.environ.items() if not k.startswith(("EGGSHELL_", "CODEX_"))}
     e.update(EGGSHELL_PREFIX=str(prefix), EGGSHELL_DATA_ROOT=str(tmp_path / "data"), CODEX_HOME=str(tmp_path / "codex"),
-             LC_ALL="C.UTF-8")
+             LC_ALL="C.UTF-8", EGGSHELL_MANAGER_IDLE="20")  # a manager a hook starts here exits soon after the test
     return e
 
 
