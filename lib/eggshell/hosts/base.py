@@ -58,6 +58,8 @@ class Host:
     events: tuple[str, ...] = ()
     tool_events: tuple[str, ...] = ()  # events whose hook groups select tools ("*": every tool)
     turn_keys = ("turn_id",)
+    session_keys = ("session_id",)  # where its payloads name the chat, first found wins (Cursor: conversation_id first)
+    event_names: Mapping[str, str] = {}  # its event names as the lifecycle's, where they differ
     option = ""  # the `egg install` option that names its settings file (`settings_file`'s `given`)
     option_metavar = "PATH"
     option_help = ""
@@ -106,8 +108,10 @@ class Host:
             return v if isinstance(v, str) and v else None
 
         turn = next((t for t in map(field, self.turn_keys) if t), None)
-        return {k: v for k, v in (("session_id", field("session_id")), ("turn_id", turn), ("cwd", field("cwd")),
-                                  ("hook_event_name", field("hook_event_name"))) if v}
+        session = next((t for t in map(field, self.session_keys) if t), None)
+        name = field("hook_event_name")
+        return {k: v for k, v in (("session_id", session), ("turn_id", turn), ("cwd", field("cwd")),
+                                  ("hook_event_name", self.event_names.get(name, name) if name else None)) if v}
 
     def reply(self, event: str, answer: dict) -> dict:
         """The host's reply object for a neutral answer."""

@@ -49,6 +49,8 @@ class Cursor(Host):
     chat_env = None  # it names the chat to hooks only (conversation_id)
     events = tuple(EVENTS)
     turn_keys = ("turn_id", "generation_id")
+    session_keys = ("conversation_id", "session_id")  # as event() reads it
+    event_names = EVENTS
     option = "--cursor-home"
     option_metavar = "DIR"
     option_help = "the home Cursor reads .cursor/hooks.json from (default: ~)"
@@ -101,17 +103,6 @@ class Cursor(Host):
         elif name == "stop" and out.get("status") in ("aborted", "error"):
             out["hook_event_name"] = "Interrupt"
         return out
-
-    def raw_event(self, text: str) -> dict:
-        import re
-
-        fields = super().raw_event(text)
-        m = re.search(r'"conversation_id"\s*:\s*"([^"\\]+)"', text)
-        if m and "session_id" not in fields:
-            fields["session_id"] = m.group(1)
-        if fields.get("hook_event_name") in EVENTS:
-            fields["hook_event_name"] = EVENTS[fields["hook_event_name"]]
-        return fields
 
     def reply(self, event: str, answer: dict) -> dict:
         if answer.get("deny") and event == "PreToolUse":

@@ -45,6 +45,7 @@ class Gemini(Host):
     events = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "PreCompress", "SessionEnd")
     tool_events = ("BeforeTool", "AfterTool")
     timeout_scale = 1000  # milliseconds
+    event_names = EVENTS
     hook_name = "eggshell"
     option = "--gemini-home"
     option_metavar = "DIR"

@@ -52,7 +52,7 @@ class OpenCode(Host):
     context_cap = 10000  # it documents no limit on a message part; Claude Code's, until one is measured
     chat_env = None  # the plugin sets EGGSHELL_CHAT for the commands it runs (shell.env)
     events = tuple(EVENTS)
-    turn_keys = ("turn_id",)
+    event_names = EVENTS
     option = "--opencode-config"
     option_metavar = "DIR"
     option_help = "OpenCode's global config folder, whose plugins/ it loads (default: $XDG_CONFIG_HOME/opencode, else ~/.config/opencode)"
@@ -93,12 +93,6 @@ class OpenCode(Host):
                 err = out.pop("error", None)
                 out["tool_response"] = err if isinstance(err, str) else ("" if err is None else str(err))
         return out
-
-    def raw_event(self, text: str) -> dict:
-        fields = super().raw_event(text)
-        if fields.get("hook_event_name") in EVENTS:
-            fields["hook_event_name"] = EVENTS[fields["hook_event_name"]]
-        return fields
 
     def reply(self, event: str, answer: dict) -> dict:
         if answer.get("deny") and event == "PreToolUse":

@@ -204,3 +204,8 @@ def test_doctor_names_a_host_on_this_machine_that_eggshell_is_not_installed_in(h
     capsys.readouterr()
     (line,) = gemini_lines()
     assert line.startswith("ok   Gemini CLI hooks: %s runs egg-hook for " % settings)
+
+
+def test_a_payload_no_parser_reads_keeps_the_lifecycle_name():
+    raw = '{"session_id": "g-1", "cwd": "/w/proj", "hook_event_name": "AfterTool", "tool_response": 1e99999'
+    assert GEMINI.raw_event(raw) == {"session_id": "g-1", "cwd": "/w/proj", "hook_event_name": "PostToolUse"}
