@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from eggshell.errors import EggshellError
 
 PROG = "egg"
@@ -22,3 +24,24 @@ def say(msg: str = "") -> None:
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """`1 turn`, `2 turns`: every number the CLI prints with a noun goes through here, so none reads `1 turns`."""
     return "%d %s" % (n, noun if n == 1 else plural or noun + "s")
+
+
+SETTLE_WAIT_S = 15.0  # how long a reading command lets the manager save what the chats just finished
+
+
+def caught_up(paths) -> None:
+    """Have the warm manager save the turns that ended before this command ran, so `egg find`
+    run just after a chat sees that chat. The manager saves a few seconds after a Stop; a
+    reader that came first would show a turn without its end. Without a manager the hooks
+    saved at Stop already; one that cannot answer in time gets a note, and the command goes on.
+    """
+    from eggshell.runtime import client
+    from eggshell.runtime.journal import Journal, sealed
+
+    journal = Journal(paths.journal_dir)
+    if not any(sealed(journal.read_file(f)) is not None for f in journal.files()):
+        return
+    reply = client.request(paths.data_root, {"op": "settle", "budget": SETTLE_WAIT_S}, timeout=SETTLE_WAIT_S + 1.0)
+    if reply is not None and not reply.get("settled"):
+        print("%s: note: the manager is still saving finished turns; what it has not saved is not shown yet" % PROG,
+              file=sys.stderr)

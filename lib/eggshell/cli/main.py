@@ -19,7 +19,7 @@ from eggshell import config as _config
 from eggshell.cli import controls, doctor
 from eggshell.cli import view
 from eggshell.cli import importer
-from eggshell.cli.common import PROG, CliError, count, say
+from eggshell.cli.common import PROG, CliError, caught_up, count, say
 from eggshell.cli.controls import cmd_status
 from eggshell.cli.setup import cmd_init, cmd_install, cmd_uninstall
 from eggshell.core.identity import KeyError_, content_hex, display_key
@@ -43,6 +43,7 @@ from eggshell.stages import common as stage
 
 
 def _stores(a, paths: Paths) -> list[Store]:
+    caught_up(paths)
     eggs = a.egg
     if not eggs:
         cfg = _config.load(paths, os.getcwd())

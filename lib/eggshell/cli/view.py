@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from importlib import resources
 
-from eggshell.cli.common import PROG, CliError, count, say
+from eggshell.cli.common import PROG, CliError, caught_up, count, say
 from eggshell.core.identity import display_key
 from eggshell.graph.records import command_of
 from eggshell.paths import PROJECT_CONFIG, Paths, UnsafePath, private_dir, refusal, write_all
@@ -360,6 +360,7 @@ def cmd_view(a, paths: Paths) -> int:
             raise CliError("not in an Eggshell project (no %s here or above); pass --egg PATH or run `egg init`" % PROJECT_CONFIG)
         store_paths = config_stores(cfg)
         label = os.path.basename(cfg.project_root)
+    caught_up(paths)
     names = {p: n for n, p in cfg.egg_paths.items()} if cfg else {}
     got = collect(paths, store_paths, names=names, write=cfg.write_egg if cfg else None,
                   project=cfg.project_root if cfg else None, explicit=bool(a.egg), log=_note)

@@ -44,6 +44,7 @@ PROG = "egg-manager"
 IDLE_S = 300.0  # exit after this long without a request (EGGSHELL_MANAGER_IDLE overrides)
 SETTLE_EVERY_S = 3.0  # an open turn's new observations reach the store at most this often
 ACK_WAIT_S = 3.0
+SETTLE_WAIT_S = 30.0  # the longest an `egg` command may have the save queue drained for it
 ANSWER, BACKGROUND = 0, 1  # the main worker's queue: what a hook waits for first, then saving and embedding
 REFRESH_EVERY_S = 15.0  # after a turn is saved, search indexes are rebuilt ahead of the next prompt at most this often
 
@@ -331,6 +332,12 @@ class Manager:
                 conn.send(self.status(), time.monotonic() + 1.0)
             elif op == "nudge":
                 self.wake.set()
+            elif op == "settle":  # `egg find` and friends: what ended before they ran is in the store first
+                budget = req.get("budget")
+                budget = budget if isinstance(budget, (int, float)) and not isinstance(budget, bool) else 10.0
+                deadline = time.monotonic() + min(max(budget, 0.0), SETTLE_WAIT_S)
+                done = self.call(lambda: self.settle() or True, deadline, rank=ANSWER)
+                conn.send({"settled": bool(done), "queued_turns": len(self.journal.files())}, time.monotonic() + 1.0)
             elif op == "stop":
                 conn.send({"ok": True}, time.monotonic() + 1.0)
                 self.stopping.set()

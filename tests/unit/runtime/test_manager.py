@@ -210,6 +210,22 @@ def test_an_open_turns_observations_reach_the_store_before_its_stop(env):
     assert wait_for(lambda: not os.path.exists(path), WAIT)
 
 
+def test_egg_find_just_after_a_stop_shows_the_turn_whole(env):
+    """A reader run right after a chat ends (the user's `egg find`, an e2e test) has the manager save
+    the sealed turns first: it must not see the open turn's partial commit without its answer."""
+    env.hook(env.prompt("where is parse_config defined?", "t1"))
+    env.hook(env.tool(RG, RG_OUT, "t1", "c-rg"))
+    assert wait_for(lambda: (v := env.view("sess-1", "t1")) is not None and v.answer is None, WAIT), env.manager_log()
+    # The Stop's seal, journaled as its hook does, minus the nudge: the manager's settler has not looked yet.
+    codex._seal(Journal(env.paths.journal_dir), "sess-1", "t1", RG_ANSWER, "Stop")
+    r = subprocess.run([sys.executable, "-m", "eggshell", "egg", "find", "parse_config defined"], env=dict(env.proc_env(), PYTHONPATH=env.lib),
+                       cwd=env.project, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "=> " + RG_ANSWER in r.stdout, (r.stdout, r.stderr, env.manager_log())
+    assert "not shown yet" not in r.stderr, r.stderr
+    assert not Journal(env.paths.journal_dir).files()  # saved whole, so it left the queue
+    assert client.request(env.data, {"op": "settle", "budget": "x"}, 5.0) == {"settled": True, "queued_turns": 0}
+
+
 # -- 6. a manager killed mid-turn loses nothing ----------------------------------------------------
 
 
@@ -528,8 +544,8 @@ def test_a_manager_killed_during_a_search(env):
     hook.stdout.close()
     hook.stderr.close()
     assert took < 10 + SLACK, took
-    assert wait_for(lambda: gone(env, old), 5.0)
-    assert wait_for(lambda: not alive(child), 5.0), "provider %d outlived its manager" % child
+    assert wait_for(lambda: gone(env, old), WAIT)  # a loaded machine may take seconds to reap them
+    assert wait_for(lambda: not alive(child), WAIT), "provider %d outlived its manager" % child
     events = Journal(env.paths.journal_dir).read("s2", "t2")
     assert [e["event"] for e in events] == ["prompt"]  # journaled before the manager was asked
     r1, _ = env.hook(env.tool(RG, RG_OUT, "t2", "c2", **s))
