@@ -164,7 +164,7 @@ class Manager:
         self.background = Background()
         self.res = Resources(paths.data_root, paths.bin_dir, warm=True, log=self.log, unlocked=self.state.released,
                              background=self.background.run)
-        self.grown = Grown(self.res)
+        self.grown = Grown(self.res, want=self.build_workspace)
         self.journal = Journal(paths.journal_dir)
         self.started = time.time()
         self.last = time.monotonic()
@@ -241,6 +241,13 @@ class Manager:
         if any(d.removed and d.committed for d in done) and (force or quiet or time.monotonic() - self._refreshed >= REFRESH_EVERY_S):
             self.res.refresh()
             self._refreshed = time.monotonic()
+
+    def build_workspace(self, read: tuple[str, ...]) -> None:
+        """Queue the reuse workspace of `read` on the main worker, not waiting (warm.Grown asks)."""
+        def build() -> None:
+            self.res.workspace(read)
+
+        self.jobs.put((BACKGROUND, next(self._order), (build, None, {}, threading.Event())))
 
     def settler(self) -> None:
         while not self.stopping.is_set():

@@ -49,12 +49,22 @@ class Grown:
     file is exactly what the workspace was grown from: anything appended, replaced or removed
     since (another process's commit, a forget, a compaction) sends the answer to the main
     worker, which reads it first.
+
+    A read set the main worker has no workspace for yet (the first tool call of a project
+    since the manager started) is the one exception: the main worker may be inside a long job
+    (a provider that hangs while it embeds saved turns holds it for its whole deadline), and
+    the tool call must not wait for it. The tool worker then reads the stores itself, through
+    Store readers of its own that no other thread touches, and asks the main worker (`want`)
+    to build its workspace when it is free; once that one is current, the tool worker's copy
+    is dropped.
     """
 
     unlocked = contextlib.nullcontext  # the tool worker holds the lock for its whole answer
 
-    def __init__(self, res: "Resources"):
+    def __init__(self, res: "Resources", want: Callable[[tuple[str, ...]], None] = lambda read: None):
         self.res = res
+        self.want = want  # asks the main worker to build the workspace of a read set, soon
+        self._own: dict[tuple[str, ...], LiveWorkspace] = {}  # read set -> the tool worker's interim workspace
 
     @property
     def freshness(self):
@@ -62,9 +72,21 @@ class Grown:
 
     def workspace(self, read: tuple[str, ...], staged=()) -> Workspace:
         live = self.res._live.get(read)
-        if live is None or self.res._grown.get(read) != tuple(_on_disk(p) for p in read):
-            raise NotGrown(read)
-        return live.current(staged, grow=False)
+        if live is not None:
+            if self.res._grown.get(read) != tuple(_on_disk(p) for p in read):
+                raise NotGrown(read)
+            self._own.pop(read, None)  # the main worker's is current: no second copy
+            return live.current(staged, grow=False)
+        own = self._own.get(read)
+        if own is None:
+            own = self._own[read] = LiveWorkspace([self._reader(p) for p in read])
+            self.want(read)
+        return own.current(staged)
+
+    def _reader(self, path: str) -> Store:
+        s = Store.open(path)
+        s.lock_timeout = WARM_LOCK_S  # read only, but never waits long on a lock held elsewhere
+        return s
 
     def ledger(self):
         return self.res.ledger()

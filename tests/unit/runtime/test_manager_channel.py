@@ -515,7 +515,7 @@ def test_a_tool_event_is_answered_while_the_main_worker_is_stuck_in_a_search(env
     reply, took = env.hook(pre_tool(env, "rg -n parse_config ./src", "s2", "t2"), EGGSHELL_BUDGET_S="5")
     assert alive(child) and time.monotonic() - t0 < PROVIDER_DEADLINE_S, "the search was not stalled through the hook"
     reason = denial(reply)
-    assert reason and "rg -n parse_config src" in reason and RG_OUT.strip() in reason, (reply, took, env.log_text())
+    assert reason and "rg -n parse_config src" in reason and RG_OUT.strip() in reason, (reply, took, env.manager_log())
     assert took < 5.0, took  # answered, not after waiting out its budget
     assert "PreToolUse TimeoutError" not in env.log_text()
     reply, _ = env.hook(env.tool("ls src", "config.py\n", "t2", "c2", session_id="s2"), EGGSHELL_BUDGET_S="5")
@@ -543,6 +543,31 @@ def test_the_tool_worker_never_answers_from_a_workspace_its_store_has_moved_past
     os.unlink(e.egg)
     with pytest.raises(NotGrown):
         grown.workspace(read)
+
+
+def test_a_read_set_the_main_worker_has_not_built_is_answered_by_the_tool_worker_itself(tmp_path):
+    """The main worker may be held by a long job (a hung provider embedding saved turns) before any
+    hook of a project reached it: the tool worker reads the stores through its own readers, asks
+    for the main worker's workspace, and drops its copy once that one is current."""
+    from eggshell.runtime.warm import Grown, Resources
+    from helpers.hook_env import Env
+
+    e = Env(tmp_path)
+    e.write_config('mode = "lexical"\n')
+    e.record_turn("where is parse_config defined?", [(RG, RG_OUT)], RG_ANSWER, session="chat-1", turn="t1")
+    res = Resources(e.data, e.paths.bin_dir, warm=True)
+    wanted = []
+    grown = Grown(res, want=wanted.append)
+    read = (e.egg,)
+    before = len(grown.workspace(read).corpus.candidates)
+    assert wanted == [read] and before > 0 and read not in res._live
+    assert not res._stores, "the tool worker's readers are its own, not the main worker's"
+    e.record_turn("list the tests", [("ls tests", "test_a.py\n")], "one test", session="chat-2", turn="t2")
+    assert len(grown.workspace(read).corpus.candidates) > before  # its own copy grows itself
+    assert wanted == [read], "asked once"
+    res.workspace(read)  # the main worker, when free
+    assert len(grown.workspace(read).corpus.candidates) == len(res.workspace(read).corpus.candidates)
+    assert read not in grown._own
 
 
 # -- 9. the lock the two workers share --------------------------------------------------------------
