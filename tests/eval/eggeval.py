@@ -34,8 +34,10 @@ over queries; MRR is the mean of 1/rank of the first relevant candidate within t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
+import math
 import os
 import re
 import shlex
@@ -147,6 +149,16 @@ class Task:
     pools: list[list[str]]
     cases: list[Case]
     skipped: dict[str, int] = field(default_factory=dict)  # why -> how many queries
+    # The recorded turn behind each pool text, where there is one (swe): its fields (request,
+    # answer, commands, outputs) for the per-field trial. Elsewhere a text stands as a turn's request.
+    turns: list[list[TurnView]] | None = None
+
+    def views(self, pool: int) -> list[TurnView]:
+        """The pool's candidates as the turns a Searcher indexes, id = pool index; each one's
+        searchable_text is its pool text (the swe record's own, or the text as a request)."""
+        if self.turns is not None and self.text == DEFAULT_SWE_TEXT:
+            return [dataclasses.replace(v, id=str(j)) for j, v in enumerate(self.turns[pool])]
+        return [TurnView(str(j), "eval", str(j), "", t, None, (), "", "") for j, t in enumerate(self.pools[pool])]
 
 
 _EVIDENCE = re.compile(r"(?:D\W*)?(\d+)\s*:\s*(\d+)")
@@ -312,7 +324,8 @@ def load_swe(path: str, text: str = DEFAULT_SWE_TEXT) -> Task:
     """One pool of every record; a query's same_issue records are dropped from its ranking."""
     records, queries = read_swe(path)
     where = {str(r.get("id")): i for i, r in enumerate(records)}
-    task = Task("swe", text, [[swe_text(swe_view(r), text) for r in records]], [])
+    views = [swe_view(r) for r in records]
+    task = Task("swe", text, [[swe_text(v, text) for v in views]], [], turns=[views])
     for q in queries:
         group = str(q.get("set", ""))
         rel = [where[r] for r in q.get("relevant") or [] if r in where]
@@ -357,6 +370,7 @@ class Run:
     checked: int = 0
     mismatches: int = 0
     errors: int = 0
+    route: str = "provider"
 
 
 class Progress:
@@ -370,19 +384,43 @@ class Progress:
             print("%s: %s: %d/%d %s" % (PROG, self.label, done, total, what), file=sys.stderr, flush=True)
 
 
-def run_task(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence[float], cache: str, data_root: str | None,
-             limit: int | None = None, rule: Rule = Rule(), anchor_k: int = rank_mod.DEFAULT_ANCHOR_K,
-             k1: float = rank_mod.K1, b: float = rank_mod.B,
-             model: str | None = None, log: Callable[[str], None] | None = None, dump: IO[str] | None = None) -> Run:
-    label = "%s [%s]" % (task.name, task.text)
-    cases = _limited(task.cases, limit)
+def _setup(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence[float], limit: int | None,
+           log: Callable[[str], None] | None):
+    """What both routes start from: the label, the cases, whether the model runs, the thresholds,
+    and a log that also keeps each failure (a run with any is refused)."""
     uses_model = any(m != "lexical" for m in modes)
-    thresholds = sorted(set([threshold, *sweep])) if uses_model else [threshold]
     failures: list[str] = []
 
     def note(m: str) -> None:
         failures.append(m)
-        (log or (lambda s: print("%s: %s" % (PROG, s), file=sys.stderr, flush=True)))(m)
+        (log or (lambda x: print("%s: %s" % (PROG, x), file=sys.stderr, flush=True)))(m)
+
+    thresholds = sorted(set([threshold, *sweep])) if uses_model else [threshold]
+    return "%s [%s]" % (task.name, task.text), _limited(task.cases, limit), uses_model, thresholds, failures, note
+
+
+def index_into(out: "Run", provider: Provider, items: list[dict], label: str, failures: list[str]) -> None:
+    """Embed every pooled text through the provider, with progress; the time and counts go on `out`."""
+    prog = Progress(label)
+    seen = [0]
+
+    def on_embed(done: int, total: int) -> None:
+        seen[0] = total
+        prog(done, total, "new windows embedded")
+
+    print("%s: %s: indexing %d texts" % (PROG, label, len(items)), file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    got = provider.index(items, on_embed)
+    out.index_s, out.indexed, out.embedded_windows = time.perf_counter() - t0, got, seen[0]
+    if got != len(items) or failures:
+        raise RuntimeError("indexing failed: %s" % "; ".join(failures or ["%d of %d texts indexed" % (got, len(items))]))
+
+
+def run_task(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence[float], cache: str, data_root: str | None,
+             limit: int | None = None, rule: Rule = Rule(), anchor_k: int = rank_mod.DEFAULT_ANCHOR_K,
+             k1: float = rank_mod.K1, b: float = rank_mod.B,
+             model: str | None = None, log: Callable[[str], None] | None = None, dump: IO[str] | None = None) -> Run:
+    label, cases, uses_model, thresholds, failures, note = _setup(task, modes, threshold, sweep, limit, log)
 
     def provider(mode: str, t: float) -> Provider:
         return Provider(Settings(mode=mode, top_k=TOP_K, anchor_k=anchor_k, threshold=t, model=model, cache_dir=cache, k1=k1, b=b,
@@ -393,20 +431,7 @@ def run_task(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence
     if uses_model:
         used = sorted({c.pool for c in cases})
         items = [{"id": str(n), "text": t} for n, t in enumerate(dict.fromkeys(t for p in used for t in task.pools[p]))]
-        prog = Progress(label)
-        seen = [0]
-
-        def on_embed(done: int, total: int) -> None:
-            seen[0] = total
-            prog(done, total, "new windows embedded")
-
-        print("%s: %s: indexing %d texts" % (PROG, label, len(items)), file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        n = main.index(items, on_embed)
-        out.index_s = time.perf_counter() - t0
-        out.indexed, out.embedded_windows = n, seen[0]
-        if n != len(items) or failures:
-            raise RuntimeError("indexing failed: %s" % "; ".join(failures or ["%d of %d texts indexed" % (n, len(items))]))
+        index_into(out, main, items, label, failures)
     keys = [(m, t) for m in modes for t in (thresholds if m != "lexical" else [threshold])]
     out.rankings = {k: [] for k in keys}
     checkers = {(m, threshold): provider(m, threshold) for m in modes}
@@ -445,6 +470,169 @@ def run_task(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence
     return out
 
 
+# -- the path users run: search.searcher.Searcher ----------------------------------------
+#
+# The hook and egg-query rank through a Searcher: BM25 with the coverage floor, best line, the
+# semantic side behind the matcher seam, Settings.fuse. The searcher route measures that path.
+# The semantic side is the hook's own (matcher.in_process_for); its cosines are computed once
+# per query, at threshold -1, and every swept threshold reads them (a thresholded list is a
+# prefix of the full one); the first queries are checked against the real semantic side.
+
+ROUTES = ("searcher", "provider")
+BASELINES = ("bm25", "fields")  # plain Okapi BM25 of the record text; BM25 per field, blended
+
+
+_WORD = re.compile(r"\w+")
+
+
+def plain_terms(text: str) -> list[str]:
+    """The plain tokenizer of the baseline: lowercased word characters, no stemming."""
+    return _WORD.findall(text.lower())
+
+
+def okapi(docs: list[list[str]], query: list[str], k1: float = 1.2, b: float = 0.75) -> list[tuple[int, float]]:
+    """Plain Okapi BM25 (idf ln(1 + (N - df + 0.5) / (df + 0.5))), written apart from the
+    product's on purpose: the bar the product's lexical ranking must clear."""
+    from collections import Counter
+
+    n = len(docs)
+    if not n:
+        return []
+    tfs = [Counter(d) for d in docs]
+    avg = sum(len(d) for d in docs) / n or 1.0
+    df: Counter[str] = Counter()
+    for tf in tfs:
+        df.update(tf.keys())
+    q = list(dict.fromkeys(query))
+    out = []
+    for i, tf in enumerate(tfs):
+        sc = 0.0
+        for t in q:
+            f = tf.get(t)
+            if f:
+                idf = math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                sc += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len(docs[i]) / avg))
+        if sc > 0:
+            out.append((i, sc))
+    out.sort(key=lambda x: (-x[1], x[0]))
+    return out
+
+
+FIELDS = ("request", "answer", "commands", "outputs")
+
+
+def fields_of(v: TurnView) -> tuple[str, str, str, str]:
+    """A turn's searchable text split into the four fields the per-field trial scores apart."""
+    return (v.prompt, v.answer or "", "\n".join(command_of(t.work) for t in v.tools),
+            "\n".join(t.outcome[:OUTPUT_CAP] for t in v.tools))
+
+
+class FieldIndex:
+    """The per-field trial: the product's BM25 (its terms, k1, b) over each field apart, each
+    list normalized by its best and blended with equal weights (rank.blend)."""
+
+    def __init__(self, views: list[TurnView], k1: float, b: float):
+        from eggshell.search.terms import terms
+
+        self.terms = terms
+        self.indexes = [rank_mod.BM25([list(terms(f[k])) for f in map(fields_of, views)], k1, b) for k in range(len(FIELDS))]
+
+    def rank(self, text: str, n: int) -> list[tuple[int, float]]:
+        q = list(self.terms(text))
+        w = 1.0 / len(self.indexes)
+        return rank_mod.blend(*((w, [(x.index, x.score) for x in ix.search(q, n)], 0.0) for ix in self.indexes))
+
+
+def run_task_searcher(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence[float], cache: str,
+                      data_root: str | None, limit: int | None = None, rule: Rule = Rule(),
+                      anchor_k: int = rank_mod.DEFAULT_ANCHOR_K, k1: float = rank_mod.K1, b: float = rank_mod.B,
+                      model: str | None = None, min_coverage: float | None = None, log: Callable[[str], None] | None = None) -> Run:
+    """Every mode and swept threshold ranked by `Searcher.search` (the hook's and egg-query's
+    call, with the coverage floor), plus the baselines; the first queries re-ranked with the
+    hook's real semantic side must agree."""
+    from eggshell.config import DEFAULT_MIN_COVERAGE
+    from eggshell.search import matcher
+    from eggshell.search.searcher import Searcher, SemanticList, semantic_depth
+
+    min_coverage = DEFAULT_MIN_COVERAGE if min_coverage is None else min_coverage
+    label, cases, uses_model, thresholds, failures, note = _setup(task, modes, threshold, sweep, limit, log)
+
+    depth = semantic_depth(TOP_K)
+
+    def settings(mode: str, t: float, top_k: int = TOP_K) -> Settings:
+        return Settings(mode=mode, top_k=top_k, anchor_k=anchor_k, threshold=t, model=model, cache_dir=cache, k1=k1, b=b,
+                        fusion=rule.fusion, weights=rule.weights)
+
+    full = Provider(settings("semantic", -1.0, depth), data_root=data_root, log=note) if uses_model else None
+    out = Run(task, {}, cases, route="searcher")
+    if full is not None:
+        items = [{"id": str(n), "text": t} for n, t in enumerate(dict.fromkeys(
+            c["text"] for p in sorted({c.pool for c in cases}) for c in [{"text": searchable_text(v)} for v in task.views(p)]))]
+        index_into(out, full, items, label, failures)
+    checker = matcher.in_process_for(settings("semantic", threshold, depth), data_root, note) if uses_model else None
+    keys = [(m, t) for m in modes for t in (thresholds if m != "lexical" else [threshold])]
+    out.rankings = {k: [] for k in keys}
+    out.rankings.update({(m, threshold): [] for m in BASELINES if m != "fields" or task.turns is not None})
+    groups: dict[tuple[int, frozenset[int]], dict] = {}
+    at = [threshold]  # the threshold the memoized semantic side answers at
+    cosines: dict[str, list[tuple[int, float]]] = {}
+
+    def memo(case: Case):
+        def semantic(text: str, candidates: list[dict], k: int):
+            if case.id not in cosines:
+                t0 = time.perf_counter()
+                r = full.rank(text, [c["text"] for c in candidates])
+                out.semantic_ms.append((time.perf_counter() - t0) * 1000)
+                if r.error:
+                    out.errors += 1
+                    raise RuntimeError("%s: query %s: %s" % (label, case.id, r.error))
+                score = dict(r.fused)
+                cosines[case.id] = [(i, score[i]) for i in r.selected]
+            return SemanticList([(i, v) for i, v in cosines[case.id] if v >= at[0]][:k], at[0], cosine=True)
+
+        return semantic
+
+    prog = Progress(label)
+    for qn, case in enumerate(cases):
+        g = groups.get((case.pool, case.drop))
+        if g is None:
+            views = task.views(case.pool)
+            idx = [i for i in range(len(views)) if i not in case.drop]
+            kept = [dataclasses.replace(views[i], id=str(j)) for j, i in enumerate(idx)]
+            g = groups[(case.pool, case.drop)] = {"idx": idx, "views": kept, "searchers": {}, "plain": None, "fields": None}
+        idx, kept = g["idx"], g["views"]
+        sem = memo(case)
+
+        t0 = time.perf_counter()
+        for mode, t in keys:
+            at[0] = t
+            s = g["searchers"].get(mode)
+            if s is None:  # one per candidate set and mode: its index is built once
+                s = g["searchers"][mode] = Searcher.over(kept, settings(mode, threshold))
+            s.semantic = sem if mode != "lexical" else None
+            hits = s.search(case.text, TOP_K, min_coverage)
+            if s.dropped:
+                raise RuntimeError("%s: query %s: semantic side dropped: %s" % (label, case.id, s.dropped))
+            out.rankings[(mode, t)].append([idx[int(h.id)] for h in hits])
+        out.query_ms.append((time.perf_counter() - t0) * 1000)
+        if ("bm25", threshold) in out.rankings:
+            if g["plain"] is None:
+                g["plain"] = [plain_terms(searchable_text(v)) for v in kept]
+            out.rankings[("bm25", threshold)].append([idx[i] for i, _ in okapi(g["plain"], plain_terms(case.text), k1, b)[:TOP_K]])
+        if ("fields", threshold) in out.rankings:
+            if g["fields"] is None:
+                g["fields"] = FieldIndex(kept, k1, b)
+            out.rankings[("fields", threshold)].append([idx[i] for i, _ in g["fields"].rank(case.text, len(kept))[:TOP_K]])
+        if qn < CHECKED:
+            for mode in modes:
+                real = Searcher.over(kept, settings(mode, threshold), semantic=checker if mode != "lexical" else None)
+                out.checked += 1
+                if [idx[int(h.id)] for h in real.search(case.text, TOP_K, min_coverage)] != out.rankings[(mode, threshold)][-1]:
+                    out.mismatches += 1
+        prog(qn + 1, len(cases))
+    return out
+
+
 def _limited(cases: list[Case], limit: int | None) -> list[Case]:
     if not limit:
         return cases
@@ -464,10 +652,14 @@ def _memoize_terms() -> Callable[[], None]:
     def memo(text: str) -> tuple[str, ...]:
         return tuple(orig(text))
 
+    from eggshell.search import searcher as searcher_mod
+
     local_mod.terms = memo  # type: ignore[assignment]  # BM25 only reads the sequence
+    searcher_mod.terms = memo  # type: ignore[assignment]
 
     def restore() -> None:
         local_mod.terms = orig  # type: ignore[assignment]
+        searcher_mod.terms = orig  # type: ignore[assignment]
 
     return restore
 
@@ -948,7 +1140,9 @@ def _retrieval_report(runs: list[Run], modes: Sequence[str], threshold: float, s
     out += ["| set | text | queries | mode | R@5 | R@10 | MRR |", "| --- | --- | ---: | --- | ---: | ---: | ---: |"]
     for run in runs:
         for g in _groups(run):
-            for m in modes:
+            for m in [*modes, *BASELINES]:
+                if (m, threshold) not in run.rankings:
+                    continue
                 s = _score(run, (m, threshold), lambda c, g=g: c.group == g)
                 out.append("| %s | %s | %d | %s | %s | %s | %s |" % (_set_name(run, g), run.task.text, s.n, m, _f(s.recall[5]), _f(s.recall[10]), _f(s.mrr)))
     model_modes = [m for m in modes if m != "lexical"]
@@ -989,8 +1183,9 @@ def _retrieval_report(runs: list[Run], modes: Sequence[str], threshold: float, s
         if run.task.skipped:
             notes.append("%s: skipped %s" % (run.task.name, ", ".join("%d (%s)" % (n, why) for why, n in sorted(run.task.skipped.items()))))
         if run.checked:
-            notes.append("%s [%s]: %d of %d re-ranked checks by Provider.rank with the real settings agree" % (
-                run.task.name, run.task.text, run.checked - run.mismatches, run.checked))
+            notes.append("%s [%s]: %d of %d re-ranked checks %s with the real settings agree" % (
+                run.task.name, run.task.text, run.checked - run.mismatches, run.checked,
+                "by a Searcher with the hook's semantic side" if run.route == "searcher" else "by Provider.rank"))
     if notes:
         out += ["", "## Notes", ""] + ["- " + n for n in dict.fromkeys(notes)]
     return out
@@ -1024,6 +1219,7 @@ def _floats(text: str, n: int | None = None) -> tuple[float, ...]:
 
 
 def main(argv: list[str]) -> int:
+    from eggshell.config import DEFAULT_MIN_COVERAGE
     from eggshell.paths import from_env
 
     p = stage.parser(PROG, "Measure retrieval quality (Recall@5, Recall@10, MRR) on public sets.", epilog=__doc__.split("\n\n", 2)[2])
@@ -1040,6 +1236,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--limit", type=stage.positive_int, help="first N queries of each set (and swe query set)")
     p.add_argument("--cache", metavar="DIR", help="vector cache (default: <data root>/semantic/vectors, the product's)")
     p.add_argument("--model", help="embedding model (default: the product's)")
+    p.add_argument("--route", choices=ROUTES, default="searcher",
+                   help="searcher: through search.searcher.Searcher as the hook and egg-query rank (the coverage floor, the hook's "
+                        "semantic side), with the baselines bm25 (plain Okapi BM25) and fields (BM25 per field); provider: "
+                        "search.local.Provider.rank, egg-index's ranking, no floor (default %(default)s)")
+    p.add_argument("--min-coverage", type=stage.fraction, help="the searcher route's coverage floor (default: the product's)")
     p.add_argument("--dump", metavar="FILE", help="write every query's lexical, anchor and semantic rankings (pool indices, scores) as JSON lines, for diagnosis")
     p.add_argument("--fusion", choices=rank_mod.FUSIONS, default="score", help="hybrid rule (default %(default)s, the product's)")
     p.add_argument("--weights", type=lambda s: _floats(s, 3), default=rank_mod.WEIGHTS,
@@ -1065,15 +1266,24 @@ def main(argv: list[str]) -> int:
     runs: list[Run] = []
     handed: HandoffRun | None = None
     dump = open(a.dump, "w", encoding="utf-8") if a.dump else None
+    if a.dump and a.route != "provider":
+        p.error("--dump needs --route provider")
+
+    def ranked(task: Task) -> Run:
+        if a.route == "searcher":
+            return run_task_searcher(task, a.modes, a.threshold, a.sweep, cache, data_root, a.limit, rule, a.anchor_k, a.k1, a.b,
+                                     model=a.model, min_coverage=a.min_coverage)
+        return run_task(task, a.modes, a.threshold, a.sweep, cache, data_root, a.limit, rule, a.anchor_k, a.k1, a.b, model=a.model, dump=dump)
+
     try:
         for text in a.locomo_text if need & {"locomo"} else []:
             sess, turn = load_locomo(files["locomo"], text)
             for t in (sess, turn):
                 if t.name in a.sets:
-                    runs.append(run_task(t, a.modes, a.threshold, a.sweep, cache, data_root, a.limit, rule, a.anchor_k, a.k1, a.b, model=a.model, dump=dump))
+                    runs.append(ranked(t))
         if "swe" in a.sets:
             for text in a.text:
-                runs.append(run_task(load_swe(files["swe"], text), a.modes, a.threshold, a.sweep, cache, data_root, a.limit, rule, a.anchor_k, a.k1, a.b, model=a.model, dump=dump))
+                runs.append(ranked(load_swe(files["swe"], text)))
         if "handoff" in a.sets:
             import tempfile
 
@@ -1094,6 +1304,11 @@ def main(argv: list[str]) -> int:
         "machine": "%d cores" % (os.cpu_count() or 0),
         "model": _model_name(a.model) if uses_model else "none (lexical only)",
         "settings": "top_k %d, anchor_k %d, threshold %.2f, BM25 k1 %g b %g, %s, MRR cutoff %d" % (TOP_K, a.anchor_k, a.threshold, a.k1, a.b, rule.describe(), MRR_CUTOFF),
+        "route": ("the Searcher (as the hook and egg-query rank), min_coverage %g; baselines: bm25 = plain Okapi BM25 (k1 1.2, "
+                  "b 0.75, lowercased word tokens, no floor) of each record's searchable text, fields = the product's BM25 per "
+                  "field (request, answer, commands, outputs) blended with equal weights" % (
+                      DEFAULT_MIN_COVERAGE if a.min_coverage is None else a.min_coverage)) if a.route == "searcher"
+                 else "search.local.Provider.rank (egg-index's ranking; no coverage floor)",
         "cache": cache if uses_model else "unused",
         "wall time": "%.0f s" % (time.time() - started),
     }

@@ -33,7 +33,12 @@ def builtin_argv(cfg: Config, bin_dir: str, depth: int) -> list[str]:
 
 def in_process(cfg: Config, data_root: str, depth: int, log: Callable[[str], None]) -> Semantic:
     """The built-in provider in this process (the hook path: no child to start)."""
-    provider = Provider(Settings.from_config(cfg, mode="semantic", top_k=depth, anchor_k=0), data_root, log)
+    return in_process_for(Settings.from_config(cfg, mode="semantic", top_k=depth, anchor_k=0), data_root, log)
+
+
+def in_process_for(settings: Settings, data_root: str | None, log: Callable[[str], None]) -> Semantic:
+    """The built-in provider with these settings (semantic mode, top_k the depth), in this process."""
+    provider = Provider(settings, data_root, log)
 
     def semantic(text: str, candidates: list[dict], k: int) -> SemanticList | Dropped:
         r = provider.rank(text, [c["text"] for c in candidates])

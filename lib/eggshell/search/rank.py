@@ -18,10 +18,11 @@ from eggshell.config import DEFAULT_TOP_K  # defined once, with the other defaul
 class Scored:
     index: int  # position of the document in the indexed list
     score: float
-    coverage: float  # idf-weighted share of the query's distinct terms the document holds
+    coverage: float  # idf-weighted share of the query's distinct terms this one holds (see BM25.search)
 
 
 K1 = 1.2
+UNSEEN_COUNTED = 3  # query terms no record holds that count against coverage, at most
 B = 0.75
 
 
@@ -59,7 +60,12 @@ class BM25:
         if not q or not self.n or top_k < 1:
             return []
         idf = {t: self.idf(t) for t in q}
-        total = sum(idf.values()) or 1.0
+        # Coverage is an idf share of the query's terms. A term no record holds says the query
+        # is about something memory lacks ("configure the kubernetes cluster" against records
+        # that share only "tests"), so it counts; but only UNSEEN_COUNTED of them do, or a
+        # pasted issue's hundred words no record has push the record it names under the floor.
+        unseen = [v for t, v in idf.items() if t not in self.postings][:UNSEEN_COUNTED]
+        total = sum(v for t, v in idf.items() if t in self.postings) + sum(unseen) or 1.0
         scores: dict[int, float] = {}
         held: dict[int, float] = {}
         for t in q:

@@ -97,8 +97,21 @@ class Searcher:
         self._bm25: BM25 | None = None
         self._passages: Passages | None = None
         self._terms: dict[str, list[list[str]]] = {}  # text -> its line terms, for the next rebuild
+        self._fixed: list[TurnView] | None = None
+
+    @classmethod
+    def over(cls, views: Iterable[TurnView], settings: Settings, semantic: Semantic | None = None) -> "Searcher":
+        """A searcher whose candidates are these turns, not a store's: the evaluation ranks its
+        sets through here, so what it measures is the ranking the hook and egg-query run."""
+        s = cls([], settings=settings, semantic=semantic)
+        s._fixed = list(views)
+        return s
 
     def _refresh(self) -> None:
+        if self._fixed is not None:
+            if self._stamp is None:
+                self._rebuild(("fixed",))
+            return
         for s in self.stores:
             s.refresh()
         stamp = tuple(s.stamp() for s in self.stores)  # a replaced or deleted file, or a tombstone, changes it
@@ -109,9 +122,8 @@ class Searcher:
 
     def _rebuild(self, stamp: tuple) -> None:
         views: dict[str, TurnView] = {}
-        for s in self.stores:
-            for v in turn_views(s.graph):
-                views.setdefault(v.id, v)
+        for v in self._fixed if self._fixed is not None else (v for s in self.stores for v in turn_views(s.graph)):
+            views.setdefault(v.id, v)
         old_ids = [v.id for v in self.views]
         new = list(views.values())
         if self._bm25 is not None and old_ids and [v.id for v in new[: len(old_ids)]] == old_ids:

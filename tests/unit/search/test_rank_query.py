@@ -37,7 +37,9 @@ from helpers import bash, turn_record
 
 
 def ref_bm25(docs, query, k1=1.2, b=0.75):
-    """Okapi BM25 with the non-negative idf log(1 + (N - n + .5) / (n + .5)), written from the textbook."""
+    """Okapi BM25 with the non-negative idf log(1 + (N - n + .5) / (n + .5)), written from the textbook;
+    coverage: the idf share of the query's terms this one holds, of which at most three that no
+    document holds count."""
     n_docs = len(docs)
     avgdl = sum(map(len, docs)) / n_docs
     q = list(dict.fromkeys(query))
@@ -49,14 +51,16 @@ def ref_bm25(docs, query, k1=1.2, b=0.75):
     for i, d in enumerate(docs):
         tf = Counter(d)
         s = sum(idf[t] * tf[t] * (k1 + 1) / (tf[t] + k1 * (1 - b + b * len(d) / avgdl)) for t in q if tf[t])
-        cov = sum(idf[t] for t in q if tf[t]) / (sum(idf.values()) or 1.0)
+        held_somewhere = [t for t in q if any(t in e for e in docs)]
+        nowhere = [t for t in q if t not in held_somewhere][:3]
+        cov = sum(idf[t] for t in q if tf[t]) / (sum(idf[t] for t in held_somewhere + nowhere) or 1.0)
         out.append((i, s, cov))
     return out
 
 
 _vocab = st.sampled_from(["fee", "late", "build", "test", "lock", "cache", "node", "rust", "go", "db"])
 _docs = st.lists(st.lists(_vocab, min_size=1, max_size=12), min_size=1, max_size=8)
-_query = st.lists(_vocab, min_size=1, max_size=4)
+_query = st.lists(st.one_of(_vocab, st.sampled_from(["unseen", "nowhere", "absent", "missing", "gone"])), min_size=1, max_size=7)
 
 
 @given(_docs, _query, st.sampled_from([0.0, 0.2, 0.5, 1.0]), st.integers(1, 10))
@@ -98,6 +102,19 @@ def test_bm25_min_coverage_drops_a_hit_holding_only_a_generic_word():
     q = ["project", "late", "fee"]
     assert {s.index for s in BM25(docs).search(q, min_coverage=0.0)} == {0, 1, 2}
     assert [s.index for s in BM25(docs).search(q, min_coverage=0.2)] == [0]
+
+
+def test_a_long_query_of_words_no_record_has_still_finds_the_record_it_names():
+    """A pasted issue: two words name the record, twenty appear in no record at all. Only three of
+    those count against the floor, so the record stays above it; the same two words beside three
+    unknown ones still count as the partial match they are."""
+    docs = [["parse", "config", "toml", "loader"], ["docker", "image", "build"], ["readme", "intro"]]
+    q = ["parse", "config"] + ["w%d" % i for i in range(20)]
+    got = BM25(docs).search(q, min_coverage=0.2)
+    held, unknown = 2 * math.log(1 + 2.5 / 1.5), 3 * math.log(1 + 3.5 / 0.5)  # idf: in 1 of 3 records, in none
+    assert [s.index for s in got] == [0] and got[0].coverage == pytest.approx(held / (held + unknown))
+    assert BM25(docs).search(["parse", "config", "w1", "w2", "w3"])[0].coverage == pytest.approx(got[0].coverage)
+    assert BM25(docs).search(["w1", "w2"], min_coverage=0.0) == []  # nothing held: nothing found
 
 
 def test_bm25_empty_inputs():
