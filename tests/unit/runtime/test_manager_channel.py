@@ -327,6 +327,9 @@ s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.bind(path)
 s.listen(16)
 n = 0
+with open(count + ".tmp", "w") as f:
+    f.write("0")
+os.replace(count + ".tmp", count)  # listening: a hook that connects now is accepted
 while True:
     c, _ = s.accept()
     n += 1
@@ -343,7 +346,7 @@ def fake_manager(env, script: str):
     count = os.path.join(env.tmp, "accepted")
     p = subprocess.Popen([sys.executable, "-c", script, env.sock, count, os.path.join(env.run, client.LOCK)],
                          env=dict(os.environ, EGGSHELL_DATA_ROOT=env.data))
-    assert wait_for(lambda: os.path.exists(env.sock), WAIT)
+    assert wait_for(lambda: os.path.exists(count), WAIT)  # listening, not only bound (a connect between is refused)
     return p, count
 
 
@@ -375,7 +378,11 @@ def test_a_manager_that_accepts_and_says_nothing_costs_one_hook_its_budget_once(
 
 
 BUSY = SILENT.replace("    held.append(c)  # accepted, never answered: a manager whose every thread is stuck",
-                      "    c.sendall(b'{\"hello\":1}\\n')  # alive and greeting, its workers busy: no answer comes\n    held.append(c)")
+                      "    try:\n"
+                      "        c.sendall(b'{\"hello\":1}\\n')  # alive and greeting, its workers busy: no answer comes\n"
+                      "    except OSError:\n"
+                      "        pass  # a hook that stopped waiting before this accept (a loaded machine): as a manager, live on\n"
+                      "    held.append(c)")
 
 
 def test_a_post_tool_use_never_waits_behind_a_busy_manager_and_keeps_its_result(env):
