@@ -18,6 +18,10 @@ Sets:
   locomo-turn     the same questions over the conversation's dialog turns
   swe             swe-msa-verified queries over all 500 recorded runs; `related` is the
                   test, the `crossagent` sets are sanity checks
+  heldout         the swe queries over 500 runs of another agent and model (OpenHands with
+                  Claude 3.5 Sonnet), which no setting was chosen on: built by
+                  tests/eval/convert_heldout.py into HELDOUT (default: DATA/../../eval-data/
+                  heldout.jsonl); reported as it comes out
   handoff         what a new chat is given: the 500 runs written as turns into a project's
                   store by the product's writer, each `related` query (and 40 LoCoMo
                   questions, unrelated) answered by the prompt hook's own code; reports the
@@ -57,7 +61,8 @@ from eggshell.graph.records import OUTPUT_CAP, RECORD_CAP, ToolView, TurnView, c
 from eggshell.graph.turns import normalize_output, work_text
 
 PROG = "eggeval"
-SETS = ("locomo-session", "locomo-turn", "swe", "handoff")
+SETS = ("locomo-session", "locomo-turn", "swe", "handoff", "heldout")
+HELDOUT_FILE = "heldout.jsonl"
 TOP_K = 10
 MRR_CUTOFF = 10
 KS = (5, 10)
@@ -320,12 +325,12 @@ def read_swe(path: str) -> tuple[list[dict], list[dict]]:
     return records, queries
 
 
-def load_swe(path: str, text: str = DEFAULT_SWE_TEXT) -> Task:
+def load_swe(path: str, text: str = DEFAULT_SWE_TEXT, name: str = "swe") -> Task:
     """One pool of every record; a query's same_issue records are dropped from its ranking."""
     records, queries = read_swe(path)
     where = {str(r.get("id")): i for i, r in enumerate(records)}
     views = [swe_view(r) for r in records]
-    task = Task("swe", text, [[swe_text(v, text) for v in views]], [], turns=[views])
+    task = Task(name, text, [[swe_text(v, text) for v in views]], [], turns=[views])
     for q in queries:
         group = str(q.get("set", ""))
         rel = [where[r] for r in q.get("relevant") or [] if r in where]
@@ -1225,6 +1230,7 @@ def main(argv: list[str]) -> int:
     p = stage.parser(PROG, "Measure retrieval quality (Recall@5, Recall@10, MRR) on public sets.", epilog=__doc__.split("\n\n", 2)[2])
     p.add_argument("data", nargs="?", default=os.path.join("..", "shared", "data"), help="directory with %s and %s (default %%(default)s)" % (LOCOMO_FILE, SWE_FILE))
     p.add_argument("--sets", type=lambda s: _choices(s, SETS, "set"), default=list(SETS), help="comma list of %s (default all)" % ", ".join(SETS))
+    p.add_argument("--heldout", metavar="FILE", help="the held-out set (default DATA/../../eval-data/%s; see tests/eval/convert_heldout.py)" % HELDOUT_FILE)
     p.add_argument("--modes", type=lambda s: _choices(s, MODES, "mode"), default=list(MODES), help="comma list of %s (default all)" % ", ".join(MODES))
     p.add_argument("--text", type=lambda s: _choices(s, SWE_TEXTS, "text"), default=[DEFAULT_SWE_TEXT], help="swe record compositions, comma list of %s, or all (default %s: the product's searchable_text)" % (", ".join(SWE_TEXTS), DEFAULT_SWE_TEXT))
     p.add_argument("--locomo-text", type=lambda s: _choices(s, LOCOMO_TEXTS, "LoCoMo text"), default=[DEFAULT_LOCOMO_TEXT], help="LoCoMo session/turn compositions, comma list of %s, or all (default %s)" % (", ".join(LOCOMO_TEXTS), DEFAULT_LOCOMO_TEXT))
@@ -1254,7 +1260,11 @@ def main(argv: list[str]) -> int:
     data_root = from_env().data_root
     cache = a.cache or os.path.join(data_root, "semantic", "vectors")
     files = {"locomo": os.path.join(a.data, LOCOMO_FILE), "swe": os.path.join(a.data, SWE_FILE)}
-    need = {"locomo" if s.startswith("locomo") else "swe" for s in a.sets if s != "handoff"}
+    files["heldout"] = a.heldout or os.path.join(a.data, "..", "..", "eval-data", HELDOUT_FILE)
+    if a.heldout is None and "heldout" in a.sets and not os.path.isfile(files["heldout"]) and len(a.sets) == len(SETS):
+        a.sets = [x for x in a.sets if x != "heldout"]  # the default "all": only where it was built
+        print("%s: no held-out set at %s (build it with tests/eval/convert_heldout.py); skipped" % (PROG, files["heldout"]), file=sys.stderr)
+    need = {"locomo" if s.startswith("locomo") else s for s in a.sets if s != "handoff"}
     need |= {"locomo", "swe"} if "handoff" in a.sets else set()
     missing = [files[k] for k in sorted(need) if not os.path.isfile(files[k])]
     if missing:
@@ -1281,9 +1291,10 @@ def main(argv: list[str]) -> int:
             for t in (sess, turn):
                 if t.name in a.sets:
                     runs.append(ranked(t))
-        if "swe" in a.sets:
-            for text in a.text:
-                runs.append(ranked(load_swe(files["swe"], text)))
+        for name in ("swe", "heldout"):
+            if name in a.sets:
+                for text in a.text:
+                    runs.append(ranked(load_swe(files[name], text, name)))
         if "handoff" in a.sets:
             import tempfile
 

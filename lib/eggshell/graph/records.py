@@ -93,7 +93,11 @@ def turn_views(g: Graph) -> list[TurnView]:
 
 
 def command_of(work: str) -> str:
-    """The human part of a tool Work: a shell command, or the input JSON."""
+    """The human part of a tool Work: a shell command, or the input JSON.
+
+    An editor tool's `command` is a verb ("view", "str_replace") and its `path` the object,
+    so both are kept: the verb alone names no file to search by or to show.
+    """
     parsed = split_work(work)
     if parsed is None:
         return work
@@ -101,6 +105,9 @@ def command_of(work: str) -> str:
     if isinstance(inp, dict):
         for k in ("command", "cmd", "file_path", "path", "pattern", "query"):
             if isinstance(inp.get(k), str):
+                where = next((inp[p] for p in ("file_path", "path") if isinstance(inp.get(p), str)), None)
+                if k in ("command", "cmd") and where and where not in inp[k]:
+                    return "%s %s" % (inp[k], where)
                 return inp[k]
     return work.partition("\n")[2]
 

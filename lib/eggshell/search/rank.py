@@ -23,6 +23,7 @@ class Scored:
 
 K1 = 1.2
 UNSEEN_COUNTED = 3  # query terms no record holds that count against coverage, at most
+FLOOR_TERMS = 8  # distinct query terms past which the coverage floor shrinks in proportion
 B = 0.75
 
 
@@ -55,7 +56,8 @@ class BM25:
         return math.log(1.0 + (self.n - n + 0.5) / (n + 0.5))
 
     def search(self, query: list[str], top_k: int = DEFAULT_TOP_K, min_coverage: float = 0.0) -> list[Scored]:
-        """Documents by descending score (ties: earlier document first)."""
+        """Documents by descending score (ties: earlier document first); none when no document
+        holds `min_coverage` of the query."""
         q = list(dict.fromkeys(query))
         if not q or not self.n or top_k < 1:
             return []
@@ -66,6 +68,11 @@ class BM25:
         # pasted issue's hundred words no record has push the record it names under the floor.
         unseen = [v for t, v in idf.items() if t not in self.postings][:UNSEEN_COUNTED]
         total = sum(v for t, v in idf.items() if t in self.postings) + sum(unseen) or 1.0
+        # One record answers a part of a long query (a pasted issue names a file, a traceback
+        # and ten symptoms; the record holds the file and two of them), so the share a relevant
+        # record holds falls as the query grows. The floor is there for short queries, where a
+        # record holding one generic word is noise; past FLOOR_TERMS terms it shrinks.
+        min_coverage *= min(1.0, FLOOR_TERMS / len(q))
         scores: dict[int, float] = {}
         held: dict[int, float] = {}
         for t in q:
@@ -74,7 +81,13 @@ class BM25:
                 norm = self.k1 * (1 - self.b + self.b * self.lens[i] / (self.avgdl or 1.0))
                 scores[i] = scores.get(i, 0.0) + idf[t] * f * (self.k1 + 1) / (f + norm)
                 held[i] = held.get(i, 0.0) + idf[t]
-        out = [Scored(i, s, held[i] / total) for i, s in scores.items() if s > 0 and held[i] / total >= min_coverage]
+        out = [Scored(i, s, held[i] / total) for i, s in scores.items() if s > 0]
+        # The floor is a gate on the query, not a cut of each record: when no record holds its
+        # share, memory has nothing on the request; when one does, the request is about what
+        # memory holds, and the records holding less of it still rank, below (BM25 orders them).
+        # Cutting each record dropped answers a short question shares one rare word with.
+        if not any(x.coverage >= min_coverage for x in out):
+            return []
         out.sort(key=lambda x: (-x.score, x.index))
         return out[:top_k]
 

@@ -339,3 +339,14 @@ def test_stored_turns_read_back_as_turn_views(egg):
     assert [t.outcome for t in v2.tools] == ["err\n"]
     text = records.searchable_text(v2)
     assert "build" in text and "make" in text and "err" in text
+
+
+def test_command_of_keeps_an_editor_command_s_verb_and_its_path():
+    """An editor tool (OpenHands' str_replace_editor) puts a verb in `command` and the file in
+    `path`: the verb alone names nothing to search by or to show, so both are kept; a shell
+    command that already names the path stays as it is."""
+    edit = work_text("str_replace_editor", {"command": "view", "path": "src/billing.py"})
+    assert records.command_of(edit) == "view src/billing.py"
+    assert records.command_of(work_text("Bash", {"command": "cat src/billing.py", "path": "src/billing.py"})) == "cat src/billing.py"
+    assert records.command_of(work_text("Bash", {"command": "ls -la"})) == "ls -la"
+    assert records.command_of(work_text("Read", {"file_path": "a.py"})) == "a.py"

@@ -60,13 +60,16 @@ def ref_bm25(docs, query, k1=1.2, b=0.75):
 
 _vocab = st.sampled_from(["fee", "late", "build", "test", "lock", "cache", "node", "rust", "go", "db"])
 _docs = st.lists(st.lists(_vocab, min_size=1, max_size=12), min_size=1, max_size=8)
-_query = st.lists(st.one_of(_vocab, st.sampled_from(["unseen", "nowhere", "absent", "missing", "gone"])), min_size=1, max_size=7)
+_query = st.lists(st.one_of(_vocab, st.sampled_from(["unseen", "nowhere", "absent", "missing", "gone"])), min_size=1, max_size=14)
 
 
 @given(_docs, _query, st.sampled_from([0.0, 0.2, 0.5, 1.0]), st.integers(1, 10))
 def test_bm25_matches_reference(docs, q, min_cov, top_k):
     got = BM25(docs).search(q, top_k=top_k, min_coverage=min_cov)
-    ref = [(i, s, c) for i, s, c in ref_bm25(docs, q) if s > 0 and c >= min_cov - 1e-12]
+    floor = min_cov * min(1.0, 8 / len(set(q)))  # the floor shrinks past eight distinct terms
+    ref = [(i, s, c) for i, s, c in ref_bm25(docs, q) if s > 0]
+    if not any(c >= floor - 1e-12 for _, _, c in ref):  # a gate on the query: none clears it, nothing
+        ref = []
     ref.sort(key=lambda x: (-x[1], x[0]))
     ref = ref[:top_k]
     assert [g.index for g in got] == [r[0] for r in ref]
@@ -97,11 +100,17 @@ def test_bm25_higher_term_frequency_scores_higher_at_equal_length():
     assert [s.index for s in got] == [1, 0]
 
 
-def test_bm25_min_coverage_drops_a_hit_holding_only_a_generic_word():
+def test_min_coverage_gates_the_query_and_leaves_the_ranking_to_bm25():
+    """A query only a generic word of which memory holds gets nothing; once one record holds
+    its share, the records sharing less still rank below it (a short question may share one
+    rare word with its answer: cutting each record by the floor lost those)."""
     docs = [["project", "late", "fee", "billing"], ["project", "docker", "image"], ["project", "readme"], ["other"]]
     q = ["project", "late", "fee"]
-    assert {s.index for s in BM25(docs).search(q, min_coverage=0.0)} == {0, 1, 2}
-    assert [s.index for s in BM25(docs).search(q, min_coverage=0.2)] == [0]
+    assert [s.index for s in BM25(docs).search(q, min_coverage=0.2)] == [0, 2, 1]
+    assert [s.index for s in BM25(docs).search(q, min_coverage=0.0)] == [0, 2, 1]
+    generic = ["project", "kubernetes", "cluster"]
+    assert BM25(docs).search(generic, min_coverage=0.2) == []
+    assert {s.index for s in BM25(docs).search(generic, min_coverage=0.0)} == {0, 1, 2}
 
 
 def test_a_long_query_of_words_no_record_has_still_finds_the_record_it_names():
@@ -115,6 +124,20 @@ def test_a_long_query_of_words_no_record_has_still_finds_the_record_it_names():
     assert [s.index for s in got] == [0] and got[0].coverage == pytest.approx(held / (held + unknown))
     assert BM25(docs).search(["parse", "config", "w1", "w2", "w3"])[0].coverage == pytest.approx(got[0].coverage)
     assert BM25(docs).search(["w1", "w2"], min_coverage=0.0) == []  # nothing held: nothing found
+
+
+def test_the_floor_shrinks_for_a_query_of_many_known_words():
+    """A long question shares a few words with the record that answers it and a few with others;
+    the record's share of a sixteen-word query is small, yet it is the answer. Past eight distinct
+    terms the floor scales by 8/n; a five-word query keeps the whole floor."""
+    docs = [["parse", "config", "toml"]] + [["w%d" % i, "filler"] for i in range(14)]
+    q = ["parse", "config"] + ["w%d" % i for i in range(14)]
+    got = BM25(docs).search(q, top_k=20, min_coverage=0.2)
+    assert got and got[0].coverage < 0.2 and 0 in {s.index for s in got}
+    assert got[0].coverage >= 0.2 * 8 / 16 - 1e-12
+    short = ["parse", "w1", "w2", "w3", "w4"]
+    assert len(BM25(docs).search(short, top_k=20, min_coverage=0.19)) == 5  # each record holds a fifth
+    assert BM25(docs).search(short, top_k=20, min_coverage=0.21) == []
 
 
 def test_bm25_empty_inputs():
