@@ -481,17 +481,37 @@ def cmd_index(a, paths: Paths) -> int:
     return 0
 
 
+def _duration(seconds: float) -> str:
+    s = int(seconds + 0.5)
+    return "%d h %02d min" % (s // 3600, s % 3600 // 60) if s >= 3600 else "%d min %02d s" % (s // 60, s % 60) if s >= 60 else "%d s" % s
+
+
 class _Progress:
-    """A one-line progress bar on stderr (only when it is a terminal; else one line at the end)."""
+    """A one-line progress bar on stderr when it is a terminal; else a line every 30 s (a
+    backfill of 100,000 turns takes hours, and a log must show it moving) and one at the end."""
+
+    EVERY_S = 30.0
 
     def __init__(self, label: str):
+        import time
+
         self.label = label
         self.tty = sys.stderr.isatty()
         self.last = (0, 0)
+        self.clock = time.monotonic
+        self.started = self.said = self.clock()
 
     def __call__(self, done: int, total: int) -> None:
         self.last = (done, total)
-        if self.tty:
+        if not self.tty:
+            now = self.clock()
+            if now - self.said >= self.EVERY_S and done < total:
+                self.said = now
+                rate = done / max(now - self.started, 1e-9)
+                print("%s: %d/%s embedded, %.1f a second, about %s left" % (
+                    self.label, done, count(total, "window"), rate, _duration((total - done) / rate if rate else 0)),
+                    file=sys.stderr, flush=True)
+        else:
             width = 30
             fill = int(width * done / max(total, 1))
             print("\r%s [%s%s] %d/%s" % (self.label, "#" * fill, "." * (width - fill), done, count(total, "window")), end="", file=sys.stderr, flush=True)

@@ -616,6 +616,28 @@ def test_index_embeds_what_the_cache_lacks_then_nothing(tmp_path, monkeypatch, c
     assert len(again) == 5
 
 
+def test_index_progress_off_a_terminal_is_a_line_every_30_s_with_the_rate_and_time_left(capsys):
+    """A backfill into a log (no terminal) shows it is moving: a line each 30 s, none between."""
+    from eggshell.cli.main import _Progress
+
+    now = [100.0]
+    bar = _Progress("embedding")
+    bar.tty, bar.clock, bar.started, bar.said = False, lambda: now[0], 100.0, 100.0
+    now[0] = 110.0
+    bar(100, 1000)
+    assert capsys.readouterr().err == ""  # 10 s in: nothing yet
+    now[0] = 130.0
+    bar(300, 1000)
+    assert capsys.readouterr().err == "embedding: 300/1000 windows embedded, 10.0 a second, about 1 min 10 s left\n"
+    now[0] = 140.0
+    bar(400, 1000)
+    assert capsys.readouterr().err == ""
+    now[0] = 200.0
+    bar(1000, 1000)
+    bar.done()
+    assert capsys.readouterr().err == "embedding: 1000/1000 new windows embedded\n"
+
+
 def test_index_with_semantic_search_off_does_nothing(tmp_path, monkeypatch, capsys):
     from eggshell.cli import main as _cli
 
