@@ -722,7 +722,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--top-k", type=stage.positive_int,
                    help="most turns to list (default: `top_k` in the config, else %d)" % _config.DEFAULT_TOP_K)
     s.add_argument("--min-coverage", type=stage.fraction,
-                   help="least share of the query a turn must hold (default: `min_coverage` in the config, else %s)"
+                   help="least share of the query some turn must hold for any hit (default: `min_coverage` in the config, else %s)"
                         % _config.DEFAULT_MIN_COVERAGE)
     stores_opt(s)
     s.set_defaults(fn=cmd_find)

@@ -39,6 +39,9 @@ class Refused(EggshellError, ValueError):
 Step = Callable[[Any], Iterable[Any]]
 
 
+SHOWN_BAD_LINES = 20  # bad lines named on stderr, each; the rest are counted in one line
+
+
 def loop(prog: str, step: Step, lines: IO[str], out: IO[str], name: str = "<stdin>",
          refusal: Callable[[str], Any] | None = None, note: str = "") -> int:
     """Feed each line's message to `step` and write what it answers; returns the bad lines.
@@ -47,7 +50,7 @@ def loop(prog: str, step: Step, lines: IO[str], out: IO[str], name: str = "<stdi
     became of it) and answered with `refusal(why)` when the stage answers every line (so a
     reader expecting one reply per request never falls out of step), else skipped.
     """
-    bad = 0
+    bad = shown = hidden = 0
     for n, obj in read_ndjson(lines, name):
         if isinstance(obj, InputError):  # not JSON: it names its input and line already
             why, counts = str(obj), True
@@ -60,11 +63,17 @@ def loop(prog: str, step: Step, lines: IO[str], out: IO[str], name: str = "<stdi
                 for r in replies:
                     write(r, out)
                 continue
-        warn(prog, why + (note if counts else ""))
+        if shown < SHOWN_BAD_LINES:  # a file of 10,000 bad lines should not bury the terminal
+            warn(prog, why + (note if counts else ""))
+            shown += 1
+        else:
+            hidden += 1
         if counts:
             bad += 1
             if refusal is not None:
                 write(refusal(why), out)
+    if hidden:
+        warn(prog, "%d more bad lines not shown (%d in all)" % (hidden, shown + hidden))
     return bad
 
 

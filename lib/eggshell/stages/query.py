@@ -60,7 +60,7 @@ that does not exist is one: a typo must not read as "nothing relevant"; no line 
     p.add_argument("--top-k", type=stage.positive_int,
                    help="most hits per query (default: `top_k` in the config, else %d)" % DEFAULT_TOP_K)
     p.add_argument("--min-coverage", type=stage.fraction,
-                   help="least idf-weighted share of the query a lexical hit must hold "
+                   help="least idf-weighted share of the query some turn must hold for any hit "
                         "(default: `min_coverage` in the config, else %s)" % DEFAULT_MIN_COVERAGE)
     p.add_argument("--anchor-k", type=int, default=DEFAULT_ANCHOR_K, help="anchor matches pinned first (default %(default)s)")
     p.add_argument("--in-process", action="store_true",

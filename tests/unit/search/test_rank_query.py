@@ -426,6 +426,23 @@ def test_stage_reader_numbers_lines_and_skips_blanks():
     assert len(got) == 2
 
 
+def test_a_stage_names_the_first_twenty_bad_lines_and_counts_the_rest(capsys):
+    """300 bad lines (a converter that left out a field) give 20 named lines and one count;
+    every bad line is still answered in step and counted in the exit status."""
+    def step(obj):
+        if "ok" not in obj:
+            raise stage.Refused("missing 'ok'")
+        yield {"fine": obj["ok"]}
+
+    lines = io.StringIO("".join('{"n":%d}\n' % i for i in range(300)) + '{"ok":1}\n')
+    out = io.StringIO()
+    assert stage.loop("egg-x", step, lines, out, "f", refusal=lambda why: {"error": why}) == 300
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 21 and err[0].startswith("egg-x: f:1: missing 'ok'") and err[19].startswith("egg-x: f:20:")
+    assert err[20] == "egg-x: 280 more bad lines not shown (300 in all)"
+    assert out.getvalue().count('"error"') == 300 and out.getvalue().endswith('{"fine":1}\n')
+
+
 def test_fixture_store_holds_the_four_turns(one_store):
     assert sorted(v.turn for v in turn_views(one_store.graph)) == sorted(
         r["turn"] for r in (LATE_FEE, FRONTEND, DOCKER, LATE_FEE_TESTS)
