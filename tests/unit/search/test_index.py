@@ -6,6 +6,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -215,3 +216,47 @@ def test_main_answers_at_most_the_one_default_top_k(monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"query": {"text": "late fee"}, "candidates": cands}) + "\n"))
     assert index.main(["--mode", "lexical"]) == 0
     assert len(json.loads(capsys.readouterr().out)["related"]) == 5
+
+
+MALLINFO_PROBE = r"""
+import ctypes, sys
+sys.path.insert(0, sys.argv[1])
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                                               "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = MallInfo2
+libc.malloc.restype = ctypes.c_void_p
+def mapped(size):
+    before = libc.mallinfo2().hblks
+    p = libc.malloc(size)
+    got = libc.mallinfo2().hblks - before
+    libc.free(ctypes.c_void_p(p))
+    return got
+if sys.argv[2] == "bound":
+    from eggshell.search.embed import bound_malloc
+    assert bound_malloc()
+libc.free(ctypes.c_void_p(libc.malloc(8 << 20)))  # a large tensor freed: glibc's threshold rises past it
+print(mapped(4 << 20))  # the next one: from the heap (0), or mapped apart and unmapped on free (1)
+"""
+
+
+def test_the_model_s_process_maps_large_blocks_apart_so_freed_tensors_go_back(tmp_path):
+    """After a large block is freed, glibc by default serves the next large one from its heap
+    (its mmap threshold rose); after bound_malloc it is mapped apart and unmapped when freed,
+    which is what keeps egg-index from growing with each batch (docs/benchmarks.md)."""
+    got = {}
+    for how in ("default", "bound"):
+        r = subprocess.run([sys.executable, "-c", MALLINFO_PROBE, os.path.join(REPO, "lib"), how], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        got[how] = r.stdout.strip()
+    assert got == {"default": "0", "bound": "1"}
+
+
+def test_loading_the_encoder_bounds_malloc_first(monkeypatch):
+    from eggshell.search import embed
+
+    called = []
+    monkeypatch.setattr(embed, "bound_malloc", lambda: called.append(True) or True)
+    embed.Encoder().load()
+    assert called == [True]
