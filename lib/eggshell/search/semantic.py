@@ -22,6 +22,7 @@ QUERY_EMBED_LIMIT = 256  # windows a query may embed for records not indexed yet
 # ... and the seconds it may spend on them: catch-up stops there, keeping what it embedded, so a
 # provider's deadline is never spent on windows that are then lost (a child killed mid-batch).
 QUERY_EMBED_BUDGET_S = 4.0
+QUERY_WINDOWS = 4  # of a query's windows, the ones embedded: measured on swe-msa, 16 gave nothing more (docs/benchmarks.md)
 QUERY_BATCH = 32  # windows per cache segment at query time: each is stored as soon as it is made
 NO_SCORE = -np.inf
 
@@ -59,6 +60,11 @@ class SemanticIndex:
 
     def _windows(self, text: str) -> list[str]:
         return [w.text for w in self.encoder.windows(text)[:MAX_WINDOWS]]
+
+    def query_windows(self, text: str) -> list[str]:
+        """The query's first QUERY_WINDOWS windows: an issue's title and description come
+        first, its pasted logs and code after; each window costs a model run per query."""
+        return [w.text for w in self.encoder.windows(text)[:QUERY_WINDOWS]]
 
     def ensure(self, texts: list[str], progress: Callable[[int, int], None] | None = None, limit: int | None = None,
                budget_s: float | None = None) -> list[np.ndarray]:
@@ -127,7 +133,7 @@ class SemanticIndex:
     def scores(self, query: str, texts: list[str]) -> np.ndarray:
         """Cosine of each text's best window with the best query window; -inf for blank texts."""
         out = np.full(len(texts), NO_SCORE, dtype=np.float32)
-        qwin = self._windows(query)
+        qwin = self.query_windows(query)
         if not qwin or not texts:
             return out
         self.cache.check_purge()  # purged rows leave this process's memory before the next answer

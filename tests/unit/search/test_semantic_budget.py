@@ -58,3 +58,30 @@ def test_catch_up_stops_at_its_budget_keeps_what_it_embedded_and_the_next_query_
     rest = semantic.SemanticIndex(SlowEncoder(), str(tmp_path / "cache"))
     rest.ensure(texts)
     assert all(len(r) == 1 for r in rest.ensure(texts))
+
+
+class WindowedEncoder(SlowEncoder):
+    """One window per line, no delay: what a long pasted issue looks like to the model."""
+
+    def windows(self, text):
+        return [SimpleNamespace(text=line) for line in text.splitlines() if line]
+
+    def embed(self, batch):
+        self.calls.append(list(batch))
+        v = np.stack([np.random.default_rng(abs(hash(t)) % (1 << 32)).standard_normal(self.dim) for t in batch]).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_a_long_query_embeds_only_its_first_windows(tmp_path):
+    """Each query window is a model run on every prompt; a 30-window issue embeds the first
+    QUERY_WINDOWS (its title and description), and a short one all it has."""
+    enc = WindowedEncoder()
+    idx = semantic.SemanticIndex(enc, str(tmp_path))
+    idx.ensure(["record one", "record two"])
+    enc.calls.clear()
+    long = "\n".join("part %d of the issue" % i for i in range(30))
+    idx.scores(long, ["record one", "record two"])
+    assert enc.calls == [["part %d of the issue" % i for i in range(semantic.QUERY_WINDOWS)]]
+    enc.calls.clear()
+    idx.scores("title\nbody", ["record one", "record two"])
+    assert enc.calls == [["title", "body"]]
