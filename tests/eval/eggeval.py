@@ -1229,7 +1229,8 @@ def main(argv: list[str]) -> int:
 
     p = stage.parser(PROG, "Measure retrieval quality (Recall@5, Recall@10, MRR) on public sets.", epilog=__doc__.split("\n\n", 2)[2])
     p.add_argument("data", nargs="?", default=os.path.join("..", "shared", "data"), help="directory with %s and %s (default %%(default)s)" % (LOCOMO_FILE, SWE_FILE))
-    p.add_argument("--sets", type=lambda s: _choices(s, SETS, "set"), default=list(SETS), help="comma list of %s (default all)" % ", ".join(SETS))
+    p.add_argument("--sets", type=lambda s: _choices(s, SETS, "set"), default=None,
+                   help="comma list of %s (default all; heldout only where it was built)" % ", ".join(SETS))
     p.add_argument("--heldout", metavar="FILE", help="the held-out set (default DATA/../../eval-data/%s; see tests/eval/convert_heldout.py)" % HELDOUT_FILE)
     p.add_argument("--modes", type=lambda s: _choices(s, MODES, "mode"), default=list(MODES), help="comma list of %s (default all)" % ", ".join(MODES))
     p.add_argument("--text", type=lambda s: _choices(s, SWE_TEXTS, "text"), default=[DEFAULT_SWE_TEXT], help="swe record compositions, comma list of %s, or all (default %s: the product's searchable_text)" % (", ".join(SWE_TEXTS), DEFAULT_SWE_TEXT))
@@ -1261,9 +1262,11 @@ def main(argv: list[str]) -> int:
     cache = a.cache or os.path.join(data_root, "semantic", "vectors")
     files = {"locomo": os.path.join(a.data, LOCOMO_FILE), "swe": os.path.join(a.data, SWE_FILE)}
     files["heldout"] = a.heldout or os.path.join(a.data, "..", "..", "eval-data", HELDOUT_FILE)
-    if a.heldout is None and "heldout" in a.sets and not os.path.isfile(files["heldout"]) and len(a.sets) == len(SETS):
-        a.sets = [x for x in a.sets if x != "heldout"]  # the default "all": only where it was built
-        print("%s: no held-out set at %s (build it with tests/eval/convert_heldout.py); skipped" % (PROG, files["heldout"]), file=sys.stderr)
+    if a.sets is None:  # all of them; the held-out set only where it was built
+        a.sets = list(SETS)
+        if not os.path.isfile(files["heldout"]):
+            a.sets.remove("heldout")
+            print("%s: no held-out set at %s (build it with tests/eval/convert_heldout.py); skipped" % (PROG, files["heldout"]), file=sys.stderr)
     need = {"locomo" if s.startswith("locomo") else s for s in a.sets if s != "handoff"}
     need |= {"locomo", "swe"} if "handoff" in a.sets else set()
     missing = [files[k] for k in sorted(need) if not os.path.isfile(files[k])]

@@ -508,9 +508,9 @@ class _Progress:
             if now - self.said >= self.EVERY_S and done < total:
                 self.said = now
                 rate = done / max(now - self.started, 1e-9)
-                print("%s: %d/%s embedded, %.1f a second, about %s left" % (
-                    self.label, done, count(total, "window"), rate, _duration((total - done) / rate if rate else 0)),
-                    file=sys.stderr, flush=True)
+                left = "about %s left" % _duration((total - done) / rate) if rate else "time left not known yet"
+                print("%s: %d/%s embedded, %.1f a second, %s" % (self.label, done, count(total, "window"), rate, left),
+                      file=sys.stderr, flush=True)
         else:
             width = 30
             fill = int(width * done / max(total, 1))

@@ -58,13 +58,13 @@ class SemanticIndex:
             self._cache = VectorCache(self.cache_root, self.encoder.model_id, self.encoder.dim, log=self.log)
         return self._cache
 
-    def _windows(self, text: str) -> list[str]:
-        return [w.text for w in self.encoder.windows(text)[:MAX_WINDOWS]]
+    def _windows(self, text: str, most: int = MAX_WINDOWS) -> list[str]:
+        return [w.text for w in self.encoder.windows(text)[:most]]
 
     def query_windows(self, text: str) -> list[str]:
         """The query's first QUERY_WINDOWS windows: an issue's title and description come
         first, its pasted logs and code after; each window costs a model run per query."""
-        return [w.text for w in self.encoder.windows(text)[:QUERY_WINDOWS]]
+        return self._windows(text, QUERY_WINDOWS)
 
     def ensure(self, texts: list[str], progress: Callable[[int, int], None] | None = None, limit: int | None = None,
                budget_s: float | None = None) -> list[np.ndarray]:

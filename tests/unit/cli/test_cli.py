@@ -632,6 +632,11 @@ def test_index_progress_off_a_terminal_is_a_line_every_30_s_with_the_rate_and_ti
     now[0] = 140.0
     bar(400, 1000)
     assert capsys.readouterr().err == ""
+    stuck = _Progress("embedding")
+    stuck.tty, stuck.clock, stuck.started, stuck.said = False, lambda: now[0], 100.0, 100.0
+    now[0] = 140.0
+    stuck(0, 1000)  # the first batch is not back yet: no rate to guess from
+    assert capsys.readouterr().err == "embedding: 0/1000 windows embedded, 0.0 a second, time left not known yet\n"
     now[0] = 200.0
     bar(1000, 1000)
     bar.done()
