@@ -118,6 +118,7 @@ class Resources:
         self._searchers: dict[tuple, Searcher] = {}
         self._closers: list[Callable[[], None]] = []
         self._counts: dict[str, tuple[int, int]] = {}
+        self._views: dict = {}  # path -> records.LiveViews, for turn_count
         self._tried: set[tuple[str, ...]] = set()
         self.freshness = Cache()  # the freshness checks' file reads, by (path, stat): a warm check is a stat
         self._ledger = None  # the trust ledger as last read (trust.load re-reads it only when it changed)
@@ -141,6 +142,7 @@ class Resources:
                     c = Searcher(s.stores, trace=s.trace, settings=s.settings)
                     c.views, c.by_id, c.candidates = s.views, s.by_id, s.candidates
                     c._bm25, c._passages, c._stamp = s._bm25, s._passages, s._stamp
+                    c._live, c._index, c._dead = s._live, s._index, s._dead  # so a cold hook extends them too
                     lexical[key[:-1] + (False,)] = c
             blob = {"stamp": source_stamp(), "read": read, "stores": {p: self._stores[p] for p in read if p in self._stores},
                     "live": live, "searchers": lexical}
@@ -210,14 +212,18 @@ class Resources:
 
     def turn_count(self, path: str) -> int:
         """How many turns a store holds (counted again only when it has grown)."""
-        from eggshell.graph.records import turn_views
+        from eggshell.graph.records import LiveViews
 
         s = self.store(path)
         stamp = s.stamp()
         got = self._counts.get(path)
         if got is None or got[0] != stamp:
             with self.unlocked():
-                n = len(turn_views(s.graph))
+                lv = self._views.get(path)
+                if lv is None or lv.stale(s.graph):
+                    lv = self._views[path] = LiveViews(s.graph)
+                lv.update()  # only what was committed since: a full read costs a 100,000-turn store seconds
+                n = len(lv.latest)
             got = self._counts[path] = (stamp, n)
         return got[1]
 

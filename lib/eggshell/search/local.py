@@ -12,7 +12,7 @@ import time
 from typing import Any, Callable
 
 from eggshell.log import warn
-from eggshell.search.rank import BM25, PASSAGE_DEPTH, Passages, Ranked, Settings, anchor_ranking, fuse, lexical_index
+from eggshell.search.rank import BM25, LEXICAL_DEPTH, PASSAGE_DEPTH, Passages, Ranked, Settings, anchor_ranking, fuse, lexical_index
 from eggshell.search.terms import terms
 
 
@@ -103,28 +103,40 @@ class Provider:
             self._bm25, self._passages = lexical_index(list(texts), terms, s.k1, s.b)
             self._bm25_texts = list(texts)
         q = terms(query)
-        lex = [(x.index, x.score) for x in self._bm25.search(q, len(texts))]
+        lex = [(x.index, x.score) for x in self._bm25.search(q, LEXICAL_DEPTH)]
         lines = self._passages.best(q, [i for i, _ in lex[:PASSAGE_DEPTH]])
         anc = [(x.index, x.score) for x in anchor_ranking(self._bm25, q, max(s.anchor_k, 0) and len(texts))]
         return lex, lines, anc
 
     def trace_record(self, r: Ranked, candidates: list[dict]) -> dict:
-        cut = lambda xs: [[i, round(v, 6)] for i, v in xs]  # noqa: E731
         return {
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "mode": self.settings.mode,
             "model": self.model_id if self.uses_model else None,
-            "candidate_count": len(candidates),
-            "candidate_ids": [c.get("id") for c in candidates],
-            "lexical": cut(r.lexical),
-            "passages": cut(r.passages),
-            "anchors": cut(r.anchors),
-            "semantic": cut(r.semantic),
-            "fused": cut(r.fused),
+            **trace_rankings(lambda i: candidates[i].get("id"), len(candidates), lexical=r.lexical, passages=r.passages,
+                             anchors=r.anchors, semantic=r.semantic, fused=r.fused),
             "selected": r.selected,
             "timings_ms": r.timings_ms,
             "error": r.error,
         }
+
+
+TRACE_DEPTH = 50  # entries of each ranking a trace line keeps: the top is what explains an answer
+
+
+def trace_rankings(id_of: Callable[[int], object], count: int, **rankings: list[tuple[int, float]]) -> dict:
+    """The trace's rankings, each cut to its first TRACE_DEPTH entries, and the ids of the candidates they name.
+
+    A line listing every candidate grows with the store: at 100,000 turns it was megabytes
+    per prompt, written on the hook's path. The top of each list is what a reader needs.
+    """
+    out: dict = {"candidate_count": count}
+    named: dict[int, None] = {}
+    for name, xs in rankings.items():
+        out[name] = [[i, round(v, 6)] for i, v in xs[:TRACE_DEPTH]]
+        named.update((i, None) for i, _ in xs[:TRACE_DEPTH])
+    out["candidate_ids"] = {str(i): id_of(i) for i in sorted(named) if isinstance(i, int) and 0 <= i < count}
+    return out
 
 
 def append_trace(path: str, record: dict, log: Callable[[str], None]) -> None:

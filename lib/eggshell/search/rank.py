@@ -8,6 +8,8 @@ more than handing it nothing.
 from __future__ import annotations
 
 import math
+from array import array
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -27,37 +29,89 @@ FLOOR_TERMS = 8  # distinct query terms past which the coverage floor shrinks in
 B = 0.75
 
 
+LEXICAL_DEPTH = 1000  # BM25 hits a search ranks and fuses: past the thousandth, a score adds nothing a reader sees
+
+
 class BM25:
+    """Okapi BM25 over documents of terms, in compact columns.
+
+    Each term keeps the documents holding it and its count in each as two machine-word
+    arrays (array('I')), in document order, and each document its length; a search scores
+    with numpy over the query terms' postings. A Counter per document and a list per term
+    held a 100,000-turn store's index in millions of small objects.
+    """
+
     def __init__(self, docs: list[list[str]], k1: float = K1, b: float = B):
         self.k1, self.b = k1, b
-        self.tfs: list[Counter[str]] = []
-        self.lens: list[int] = []
-        self.n = 0
+        self.postings: dict[str, array] = {}  # term -> ascending document indexes holding it
+        self.counts: dict[str, array] = {}  # term -> its count in each of those documents
+        self.lens = array("I")  # per document ever added (a removed one: 0), so an index is a position
+        self.n = 0  # documents in the index now
         self.avgdl = 0.0
-        self.df: Counter[str] = Counter()
-        self.postings: dict[str, list[int]] = {}
+        self._total = 0
+        self.removed: set[int] = set()
+        self._norm = None  # k1 * (1 - b + b * len / avgdl) per document, made when asked
         self.extend(docs)
 
     def extend(self, docs: list[list[str]]) -> None:
         """Add documents at the end (a warm index grows by each saved turn, never rebuilt)."""
+        post, counts = self.postings, self.counts
         for d in docs:
-            tf = Counter(d)
-            i = len(self.tfs)
-            self.tfs.append(tf)
+            i = len(self.lens)
             self.lens.append(len(d))
-            self.df.update(tf.keys())
-            for t in tf:
-                self.postings.setdefault(t, []).append(i)
-        self.n = len(self.tfs)
-        self.avgdl = (sum(self.lens) / self.n) if self.n else 0.0
+            self._total += len(d)
+            for t, f in Counter(d).items():
+                ids = post.get(t)
+                if ids is None:
+                    post[t] = array("I", (i,))
+                    counts[t] = array("I", (f,))
+                else:
+                    ids.append(i)
+                    counts[t].append(f)
+        self.n += len(docs)
+        self.avgdl = (self._total / self.n) if self.n else 0.0
+        self._norm = None
+
+    def remove(self, i: int, doc: list[str]) -> None:
+        """Take document i (whose terms are `doc`) out: it is never found again, and the statistics
+        (document count, average length, document frequencies) are those of the others."""
+        if i in self.removed:
+            return
+        self.removed.add(i)
+        for t in set(doc):
+            ids = self.postings.get(t)
+            at = bisect_left(ids, i) if ids is not None else 0
+            if ids is None or at >= len(ids) or ids[at] != i:
+                continue
+            del ids[at]
+            del self.counts[t][at]
+            if not ids:
+                del self.postings[t], self.counts[t]
+        self._total -= self.lens[i]
+        self.lens[i] = 0
+        self.n -= 1
+        self.avgdl = (self._total / self.n) if self.n else 0.0
+        self._norm = None
+
+    def df(self, term: str) -> int:
+        ids = self.postings.get(term)
+        return 0 if ids is None else len(ids)
+
+    def tf(self, i: int, term: str) -> int:
+        """How often document i holds term (0: not at all)."""
+        ids = self.postings.get(term)
+        if ids is None:
+            return 0
+        at = bisect_left(ids, i)
+        return self.counts[term][at] if at < len(ids) and ids[at] == i else 0
 
     def idf(self, term: str) -> float:
-        n = self.df.get(term, 0)
+        n = self.df(term)
         return math.log(1.0 + (self.n - n + 0.5) / (n + 0.5))
 
     def search(self, query: list[str], top_k: int = DEFAULT_TOP_K, min_coverage: float = 0.0) -> list[Scored]:
-        """Documents by descending score (ties: earlier document first); none when no document
-        holds `min_coverage` of the query."""
+        """Documents by descending score (ties: earlier document first), at most top_k; none
+        when no document holds `min_coverage` of the query."""
         q = list(dict.fromkeys(query))
         if not q or not self.n or top_k < 1:
             return []
@@ -73,23 +127,36 @@ class BM25:
         # record holds falls as the query grows. The floor is there for short queries, where a
         # record holding one generic word is noise; past FLOOR_TERMS terms it shrinks.
         min_coverage *= min(1.0, FLOOR_TERMS / len(q))
-        scores: dict[int, float] = {}
-        held: dict[int, float] = {}
-        for t in q:
-            for i in self.postings.get(t, ()):
-                f = self.tfs[i][t]
-                norm = self.k1 * (1 - self.b + self.b * self.lens[i] / (self.avgdl or 1.0))
-                scores[i] = scores.get(i, 0.0) + idf[t] * f * (self.k1 + 1) / (f + norm)
-                held[i] = held.get(i, 0.0) + idf[t]
-        out = [Scored(i, s, held[i] / total) for i, s in scores.items() if s > 0]
+        held_terms = [t for t in q if t in self.postings]
+        if not held_terms:
+            return []
+        import numpy as np  # here, not at the top: a cold hook that never searches does not pay for it
+
+        if self._norm is None:
+            lens = np.array(self.lens, dtype=np.float64)
+            self._norm = self.k1 * (1 - self.b + self.b * lens / (self.avgdl or 1.0))
+        scores = np.zeros(len(self.lens))
+        held = np.zeros(len(self.lens))
+        for t in held_terms:  # in query order, each term's share added as the scalar loop did
+            ids = np.array(self.postings[t], dtype=np.intp)
+            f = np.array(self.counts[t], dtype=np.float64)
+            scores[ids] += idf[t] * f * (self.k1 + 1) / (f + self._norm[ids])
+            held[ids] += idf[t]
+        hit = np.flatnonzero(scores > 0)
         # The floor is a gate on the query, not a cut of each record: when no record holds its
         # share, memory has nothing on the request; when one does, the request is about what
         # memory holds, and the records holding less of it still rank, below (BM25 orders them).
         # Cutting each record dropped answers a short question shares one rare word with.
-        if not any(x.coverage >= min_coverage for x in out):
+        cover = held[hit] / total
+        if not hit.size or not (cover >= min_coverage).any():
             return []
-        out.sort(key=lambda x: (-x.score, x.index))
-        return out[:top_k]
+        got = scores[hit]
+        if hit.size > top_k:  # the best top_k (all of those tied with the last one kept), then ordered
+            cut = np.partition(got, hit.size - top_k)[hit.size - top_k]
+            keep = got >= cut
+            hit, got, cover = hit[keep], got[keep], cover[keep]
+        order = np.lexsort((hit, -got))[:top_k]
+        return [Scored(int(i), float(s), float(c)) for i, s, c in zip(hit[order], got[order], cover[order])]
 
 
 PASSAGE_DEPTH = 100  # documents whose lines are scored: the best by whole-document BM25
@@ -114,11 +181,17 @@ class Passages:
         self.n = self.total = 0
         self.avgdl = 0.0
         self._lines: dict[int, tuple[list[int], dict[str, list[tuple[int, int]]]]] = {}
+        self._terms: list[list[list[str]] | None] = []  # each document's line terms when the caller had them (shared, not copied)
         self.extend(texts, line_terms)
 
     def extend(self, texts: list[str], line_terms=None) -> None:
         """Add documents at the end, with their line terms when the caller has them."""
         self.texts = self.texts + list(texts)
+        if line_terms is not None:
+            line_terms = list(line_terms)
+            self._terms.extend(line_terms)  # a query's best lines are then scored without tokenizing them again
+        else:
+            self._terms.extend([None] * len(texts))
         for lines in line_terms if line_terms is not None else ([self.tokenize(x) for x in _lines(t)] for t in texts):
             for ts in lines:
                 if ts:
@@ -127,13 +200,31 @@ class Passages:
                     self.df.update(set(ts))
         self.avgdl = self.total / self.n if self.n else 0.0
 
+    def remove(self, i: int, line_terms: list[list[str]]) -> None:
+        """Take document i (with these line terms) out of the line statistics; it scores nothing after."""
+        for ts in line_terms:
+            if ts:
+                self.n -= 1
+                self.total -= len(ts)
+                for t in set(ts):
+                    left = self.df[t] - 1
+                    if left > 0:
+                        self.df[t] = left
+                    else:
+                        del self.df[t]
+        self.avgdl = self.total / self.n if self.n else 0.0
+        self.texts[i] = ""
+        self._terms[i] = []
+        self._lines.pop(i, None)
+
     def _line_index(self, i: int) -> tuple[list[int], dict[str, list[tuple[int, int]]]]:
         """(line lengths, term -> [(line, tf)]) of one document, memoized."""
         got = self._lines.get(i)
         if got is None:
             lens: list[int] = []
             post: dict[str, list[tuple[int, int]]] = {}
-            for ts in (self.tokenize(x) for x in _lines(self.texts[i])):
+            kept = self._terms[i]
+            for ts in kept if kept is not None else (self.tokenize(x) for x in _lines(self.texts[i])):
                 if not ts:
                     continue
                 for t, f in Counter(ts).items():

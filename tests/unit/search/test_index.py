@@ -201,7 +201,9 @@ def test_trace_records_every_ranking_with_scores_and_timings(semantic_provider, 
     lines = [json.loads(l) for l in trace.read_text().splitlines()]
     assert len(lines) == 1  # one line per query, none for index lines
     t = lines[0]
-    assert t["mode"] == "hybrid" and t["candidate_count"] == 8 and t["candidate_ids"] == [str(i) for i in range(8)]
+    assert t["mode"] == "hybrid" and t["candidate_count"] == 8
+    named = {i for k in ("lexical", "passages", "anchors", "semantic", "fused") for i, _ in t[k]}
+    assert named and t["candidate_ids"] == {str(i): str(i) for i in sorted(named)}  # the id of every candidate a ranking names
     assert t["selected"] == json.loads(out.getvalue())["related"]
     assert t["lexical"][0][0] == 1 and isinstance(t["lexical"][0][1], float)
     assert t["passages"][0][0] == 1  # the sentinel's own line is the best line
@@ -260,3 +262,16 @@ def test_loading_the_encoder_bounds_malloc_first(monkeypatch):
     monkeypatch.setattr(embed, "bound_malloc", lambda: called.append(True) or True)
     embed.Encoder().load()
     assert called == [True]
+
+
+def test_a_trace_line_keeps_the_top_of_each_ranking_not_every_candidate(tmp_path):
+    """A line that listed every candidate grew with the store (megabytes a prompt at 100,000 turns)."""
+    from eggshell.search.local import TRACE_DEPTH
+
+    trace = tmp_path / "trace.jsonl"
+    many = [{"id": "id-%d" % i, "text": "late fee rule number %d for the billing run" % i} for i in range(TRACE_DEPTH * 4)]
+    index.run(Provider(Settings(mode="lexical")), io.StringIO(q("late fee billing", many) + "\n"), io.StringIO(), str(trace))
+    t = json.loads(trace.read_text())
+    assert t["candidate_count"] == TRACE_DEPTH * 4
+    assert len(t["lexical"]) == len(t["fused"]) == TRACE_DEPTH
+    assert len(t["candidate_ids"]) <= TRACE_DEPTH * 3 and all(t["candidate_ids"][str(i)] == "id-%d" % i for i, _ in t["lexical"])
