@@ -24,11 +24,18 @@ RECORD_CAP = 8000  # characters of searchable text per record, so one huge turn 
 @dataclass(frozen=True, slots=True)
 class ToolView:
     work: str
-    outcome: str
+    output: str | Value  # the recorded output, or the graph's Value holding it (read as text when asked)
     id: str  # content id of the tool's Outcome relation
     use_id: str
 
     __reduce__ = dataclass_reduce
+
+    @property
+    def outcome(self) -> str:
+        """The output as text. A view keeps the graph's own Value, not a decoded copy: a warm
+        searcher's views of 10,000 turns held every tool output a second time, as text."""
+        o = self.output
+        return o if isinstance(o, str) else _text(o)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +112,7 @@ class LiveViews:
                 if nat is not None:
                     sess, turn, use = nat
                     self._tools.setdefault((sess, turn), []).append(
-                        ToolView(_text(v.args[0].target), _text(v.args[1].target), rid, use))
+                        ToolView(_text(v.args[0].target), v.args[1].target, rid, use))
                     if (sess, turn) in self._receipts:
                         touched[(sess, turn)] = None
             elif (rec := receipt_of(v)) is not None:
@@ -186,5 +193,5 @@ def view_of_turn(turn, compiled, time: str, store: str) -> TurnView:
     for call, o in zip(turn.tools, compiled.tool_outcomes):
         h = content_hex(o)
         if h != oid:
-            tools.setdefault(h, ToolView(_text(o.args[0].target), _text(o.args[1].target), h, call.id))
+            tools.setdefault(h, ToolView(_text(o.args[0].target), o.args[1].target, h, call.id))
     return TurnView(oid, turn.session, turn.turn, turn.cwd, turn.prompt, turn.answer, tuple(tools.values()), time, store)

@@ -49,7 +49,8 @@ ANSWER, BACKGROUND = 0, 1  # the main worker's queue: what a hook waits for firs
 REFRESH_EVERY_S = 15.0  # after a turn is saved, search indexes are rebuilt ahead of the next prompt at most this often
 
 
-MAIN_NICE = 5  # the main worker's CPU priority, below the hooks' (see Manager.worker)
+MAIN_NICE = 5
+SLOW_JOB_S = 2.0  # a job this long on a worker is logged (hooks behind it waited as long)  # the main worker's CPU priority, below the hooks' (see Manager.worker)
 
 
 class Background:
@@ -318,8 +319,13 @@ class Manager:
         fn, deadline, box, done = job
         try:
             if deadline is None or time.monotonic() < deadline:
+                started = time.monotonic()
                 with self.state.held(urgent):
                     box["result"] = fn()
+                took = time.monotonic() - started
+                if took >= SLOW_JOB_S:  # every hook queued behind it waited as long: say so in the log
+                    self.log("slow job: %s took %.1f s on the %s worker" % (getattr(fn, "__qualname__", "job"), took,
+                                                                           "tool" if urgent else "main"))
             else:
                 self.skipped += 1  # its hook answered without it
         except Exception as e:  # one failed job never stops a worker

@@ -260,6 +260,7 @@ class Resources:
             s = self._searchers[key] = Searcher([self.store(p) for p in read], semantic=semantic, trace=trace,
                                                 settings=Settings.from_config(cfg))
             s.unlocked = self.unlocked
+            s.log = self.log
             provider = getattr(semantic, "provider", None)
             if provider is not None:
                 provider.query_embed_limit = QUERY_WINDOWS

@@ -75,6 +75,7 @@ class Searcher:
     # Entered around the long parts that read only the stores' graphs and this searcher (the
     # rebuild, the ranking): the warm manager lets its tool worker answer meanwhile (manager.py).
     unlocked = contextlib.nullcontext
+    log: Callable[[str], None] = staticmethod(lambda msg: None)  # the warm manager's log: where a full rebuild is noted
 
     def __init__(self, stores: Iterable[Store], mode: str = "lexical", semantic: Semantic | None = None,
                  anchor_k: int = DEFAULT_ANCHOR_K, trace: str | None = None, model: str | None = None,
@@ -122,7 +123,13 @@ class Searcher:
             return
         with self.unlocked():
             if not self._grow(stamp):
+                import time
+
+                started, again = time.monotonic(), self._stamp is not None
                 self._rebuild(stamp)
+                took = time.monotonic() - started
+                if again and took >= 1.0:  # not a first build: a replaced file, a tombstone, or a cause to remove
+                    self.log("search indexes rebuilt over %d turns in %.1f s" % (len(self.views), took))
 
     def _grow(self, stamp: tuple) -> bool:
         """Bring the indexes current from the turns committed since, without rebuilding them; False

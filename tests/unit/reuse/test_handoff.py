@@ -341,6 +341,8 @@ def test_budget_whole_blocks_and_listed_omissions(tmp_path_factory, budget, reco
         for t in v.tools:
             if t.id == v.id:
                 continue  # turn_views lists the answer's own Outcome among the calls when it repeats the prompt
+            if "[redacted: " in t.outcome:
+                continue  # the generated text held a `<private>` opening: redaction took the rest, its closing mark too
             (mark,) = _MARKS.match(t.outcome).groups()
             opening, closing = "<<%s>>" % mark, "<</%s>>" % mark
             assert t.outcome.endswith(closing)
