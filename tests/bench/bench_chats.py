@@ -23,11 +23,9 @@ missed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -40,7 +38,7 @@ sys.path.insert(0, HERE)
 
 import realistic  # noqa: E402
 from bench_hook import hook_env, stop_manager, wait_manager  # noqa: E402
-from bench_load import log_lines, pct  # noqa: E402
+from bench_load import Load, log_lines, pct  # noqa: E402
 from bench_scale import project  # noqa: E402
 
 HOOK = os.path.join(REPO, "bin", "egg-hook")
@@ -48,21 +46,9 @@ TARGET_CHATS_P99_MS = 1000
 TARGET_STORM_P99_MS = 500
 
 
-class Timed:
-    def __init__(self, env: dict):
-        self.env = env
-        self.times: dict[str, list[float]] = {}
-        self.lock = threading.Lock()
-
-    def fire(self, payload: dict) -> dict:
-        t = time.perf_counter()
-        p = subprocess.run([HOOK, "codex"], input=json.dumps(payload), capture_output=True, text=True, env=self.env, timeout=60)
-        dt = time.perf_counter() - t
-        if p.returncode != 0 or not p.stdout.strip().startswith("{"):
-            raise SystemExit("egg-hook failed: rc=%s out=%r err=%r" % (p.returncode, p.stdout, p.stderr))
-        with self.lock:
-            self.times.setdefault(payload["hook_event_name"], []).append(dt)
-        return json.loads(p.stdout)
+def Timed(env: dict) -> Load:
+    """Every hook's wall time by event (bench_load's recorder: one fresh egg-hook process per event)."""
+    return Load(HOOK, env, {}, None)
 
 
 def output(rng: random.Random, tag: str) -> str:
@@ -72,7 +58,7 @@ def output(rng: random.Random, tag: str) -> str:
                                                           rng.getrandbits(32)) for _ in range(rng.randint(20, 80)))
 
 
-def chat(t: Timed, base: dict, c: int, until: float, pause: float, run_id: str, at_least: int = 0) -> None:
+def chat(t: Load, base: dict, c: int, until: float, pause: float, run_id: str, at_least: int = 0) -> None:
     rng = random.Random(c)
     sid = "chat-%s-%d" % (run_id, c)
     k = 0
@@ -92,7 +78,7 @@ def chat(t: Timed, base: dict, c: int, until: float, pause: float, run_id: str, 
         time.sleep(rng.uniform(0.5 * pause, 1.5 * pause))
 
 
-def storm(t: Timed, base: dict, c: int, until: float, run_id: str) -> None:
+def storm(t: Load, base: dict, c: int, until: float, run_id: str) -> None:
     rng = random.Random(100 + c)
     sid = "storm-%s-%d" % (run_id, c)
     ev = dict(base, session_id=sid, turn_id=sid + "-t0")
@@ -115,7 +101,7 @@ def parallel(targets: list) -> float:
     return time.perf_counter() - t
 
 
-def summary(name: str, t: Timed, wall: float, status: dict, unanswered: int) -> None:
+def summary(name: str, t: Load, wall: float, status: dict, unanswered: int) -> None:
     n = sum(len(v) for v in t.times.values())
     print("%s: %d events in %.0f s; manager %.0f MB resident; hooks unanswered in their budget: %d"
           % (name, n, wall, status["rss_kb"] / 1024, unanswered))
