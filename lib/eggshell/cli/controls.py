@@ -491,16 +491,38 @@ def cmd_status(a, paths: Paths) -> int:
     say("profiles   %s (default %s; a chat picks one with `egg use`)" % (", ".join(cfg.profiles), cfg.default))
     from eggshell.graph import trust
 
+    from eggshell.runtime.client import request
+
     ledger = trust.load(paths.data_root)
+    warm = (request(paths.data_root, {"op": "counts", "stores": list(cfg.read_eggs)}, timeout=6.0) or {}).get("counts") or {}
     for p in cfg.read_eggs:
+        got = warm.get(p) if isinstance(warm.get(p), dict) else None
+        if got is not None:  # the warm manager holds it: its counts, no second read of the file
+            say("store      %s (%s)%s" % (p, count(got.get("turns") or 0, "turn"), "  [write]" if p == cfg.write_egg else ""))
+            if isinstance(got.get("trust"), str):
+                say("           %s" % got["trust"])
+            say("           %s" % embedded_line(got))
+            continue
         g = Store.open(p).graph if os.path.exists(p) else None
         n = len(turn_views(g)) if g is not None else 0
         say("store      %s (%s)%s" % (p, count(n, "turn"), "  [write]" if p == cfg.write_egg else ""))
         if g is not None:
             say("           %s" % trust.describe(p, g, ledger))
+            say("           embedded: not counted (no manager holds this store; `egg index` embeds what is missing and counts it)")
     if ledger.problem is not None:
         say("trust      %s" % ledger.problem)
     return 0
+
+
+def embedded_line(counts: dict) -> str:
+    """How much of a store the semantic side ranks by all its windows, as the warm manager counts it."""
+    done, total = counts.get("embedded"), counts.get("searchable")
+    if done is None or not total:
+        return "embedded: not counted yet (the manager counts it once a prompt has ranked with the model)"
+    if done >= total:
+        return "embedded: all %s" % count(total, "turn")
+    return ("embedded: %d of %s (%.0f%%); the manager embeds the rest between hooks, `egg index` does it now"
+            % (done, count(total, "turn"), 100.0 * done / total))
 
 
 def matcher_line(cfg: _config.Config, paths: Paths) -> str:

@@ -50,7 +50,23 @@ REFRESH_EVERY_S = 15.0  # after a turn is saved, search indexes are rebuilt ahea
 
 
 MAIN_NICE = 5
-SLOW_JOB_S = 2.0  # a job this long on a worker is logged (hooks behind it waited as long)  # the main worker's CPU priority, below the hooks' (see Manager.worker)
+SLOW_JOB_S = 2.0  # a job this long on a worker is logged (hooks behind it waited as long)
+TRIM_AFTER_S = 1.0  # after a job this long (a store read, an index built), the heap it freed goes back to the system
+
+
+def trim_heap() -> bool:
+    """Give the pages glibc holds free back to the system (malloc_trim); whether it could.
+
+    Reading a store parses every line into short-lived objects between the long-lived graph;
+    what they leave is free to this process but counted in its resident memory until trimmed
+    (at 10,000 turns, 338 MB after a store read and 273 MB after a trim). A few ms.
+    """
+    import ctypes
+
+    try:
+        return bool(ctypes.CDLL(None).malloc_trim(0))
+    except (OSError, AttributeError):  # not glibc
+        return False  # the main worker's CPU priority, below the hooks' (see Manager.worker)
 
 
 class Background:
@@ -323,6 +339,8 @@ class Manager:
                 with self.state.held(urgent):
                     box["result"] = fn()
                 took = time.monotonic() - started
+                if took >= TRIM_AFTER_S:
+                    trim_heap()
                 if took >= SLOW_JOB_S:  # every hook queued behind it waited as long: say so in the log
                     self.log("slow job: %s took %.1f s on the %s worker" % (getattr(fn, "__qualname__", "job"), took,
                                                                            "tool" if urgent else "main"))
@@ -351,6 +369,10 @@ class Manager:
                 deadline = time.monotonic() + min(max(budget, 0.0), SETTLE_WAIT_S)
                 done = self.call(lambda: self.settle() or True, deadline, rank=ANSWER)
                 conn.send({"settled": bool(done), "queued_turns": len(self.journal.files())}, time.monotonic() + 1.0)
+            elif op == "counts":  # `egg status`: what a loaded store holds and how much of it is embedded
+                paths = [p for p in req.get("stores") or [] if isinstance(p, str)][:64]
+                got = self.call(lambda: {p: self.res.counts(p) for p in paths}, time.monotonic() + 5.0, rank=ANSWER)
+                conn.send({"counts": got or {}}, time.monotonic() + 1.0)
             elif op == "stop":
                 conn.send({"ok": True}, time.monotonic() + 1.0)
                 self.stopping.set()

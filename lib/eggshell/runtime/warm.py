@@ -227,6 +227,26 @@ class Resources:
             got = self._counts[path] = (stamp, n)
         return got[1]
 
+    def counts(self, path: str) -> dict | None:
+        """{"turns", "embedded", "searchable"} of a store this process has loaded (None: not loaded),
+        for `egg status`: how many of its turns the semantic side can rank by all their windows
+        (None when no searcher over it ranks with the model, or none has ranked yet)."""
+        if path not in self._stores:
+            return None
+        from eggshell.graph import trust
+
+        out: dict = {"turns": self.turn_count(path), "embedded": None, "searchable": None,
+                     "trust": trust.describe(path, self._stores[path].graph, self.ledger())}
+        for key, s in self._searchers.items():
+            idx = getattr(getattr(s.semantic, "provider", None), "_semantic", None)
+            if path not in key[0] or idx is None or not s.views:
+                continue
+            texts = [c["text"] for v, c in zip(s.views, s.candidates) if v.store == path and c["text"]]
+            done = sum(t in idx._rows for t in texts)
+            if out["embedded"] is None or done > out["embedded"]:
+                out["embedded"], out["searchable"] = done, len(texts)
+        return out
+
     def workspace(self, read: tuple[str, ...], staged=()) -> Workspace:
         self._adopt(read)
         live = self._live.get(read)

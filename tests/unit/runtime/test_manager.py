@@ -607,3 +607,20 @@ def test_a_manager_killed_at_any_instant_of_a_save_loses_nothing(env):
     r = env.python("egg", "fsck", env.egg)
     assert r.returncode == 0, r.stdout + r.stderr
     assert any(w != "after" for _, w in landed), (window, landed)  # some kill came before its turn had left the queue
+
+
+def test_egg_status_counts_a_store_the_manager_holds_without_reading_it_again(env):
+    """At 100,000 turns `egg status` read the whole store (a minute, gigabytes); the manager has it loaded."""
+    env.record_chat1()
+    env.wait_manager()
+    status = lambda: subprocess.run([sys.executable, "-m", "eggshell", "egg", "status"], env=dict(env.proc_env(), PYTHONPATH=env.lib),  # noqa: E731
+                                    cwd=env.project, capture_output=True, text=True, timeout=60)
+    r = status()
+    assert r.returncode == 0, r.stderr
+    store = [ln for ln in r.stdout.splitlines() if ln.startswith("store")]
+    assert store and "(1 turn)" in store[0], r.stdout
+    assert "embedded: not counted yet" in r.stdout or "embedded: all 1 turn" in r.stdout, r.stdout  # the manager's count
+    client.request(env.data, {"op": "stop"}, 2.0)
+    assert wait_for(lambda: env.ping(0.5) is None, WAIT)
+    r = status()
+    assert r.returncode == 0 and "(1 turn)" in r.stdout and "embedded: not counted (no manager holds this store" in r.stdout, r.stdout
