@@ -160,7 +160,6 @@ class BM25:
 
 
 PASSAGE_DEPTH = 100  # documents whose lines are scored: the best by whole-document BM25
-PASSAGE_CACHE = 4096  # documents whose line terms a warm index keeps
 
 
 class Passages:
@@ -168,9 +167,9 @@ class Passages:
 
     A long record (a session, a turn with tool output) can hold the one line that answers
     a query while its other lines dilute whole-document BM25; the best line's score
-    restores that signal. Only line document frequencies are kept for every line; the
-    line postings themselves are built for the few documents a query asks about (and
-    memoized), so a warm index of 10k records does not hold 300k Counters.
+    restores that signal. Only line document frequencies are kept for every line, with
+    each document's line terms (the lists the caller tokenized, shared with it); a query
+    scans the lines of the few documents it asks about for its own terms.
     """
 
     def __init__(self, texts: list[str], tokenize, k1: float = K1, b: float = B, line_terms=None):
@@ -180,7 +179,6 @@ class Passages:
         self.df: Counter[str] = Counter()
         self.n = self.total = 0
         self.avgdl = 0.0
-        self._lines: dict[int, tuple[list[int], dict[str, list[tuple[int, int]]]]] = {}
         self._terms: list[list[list[str]] | None] = []  # each document's line terms when the caller had them (shared, not copied)
         self.extend(texts, line_terms)
 
@@ -215,52 +213,43 @@ class Passages:
         self.avgdl = self.total / self.n if self.n else 0.0
         self.texts[i] = ""
         self._terms[i] = []
-        self._lines.pop(i, None)
 
-    def _line_index(self, i: int) -> tuple[list[int], dict[str, list[tuple[int, int]]]]:
-        """(line lengths, term -> [(line, tf)]) of one document, memoized."""
-        got = self._lines.get(i)
-        if got is None:
-            lens: list[int] = []
-            post: dict[str, list[tuple[int, int]]] = {}
-            kept = self._terms[i]
-            for ts in kept if kept is not None else (self.tokenize(x) for x in _lines(self.texts[i])):
-                if not ts:
-                    continue
-                for t, f in Counter(ts).items():
-                    post.setdefault(t, []).append((len(lens), f))
-                lens.append(len(ts))
-            got = (lens, post)
-            if len(self._lines) >= PASSAGE_CACHE:
-                self._lines.pop(next(iter(self._lines)))
-            self._lines[i] = got
-        return got
+    def _doc_terms(self, i: int) -> list[list[str]]:
+        """Document i's line terms: as the caller gave them, or tokenized once and kept."""
+        kept = self._terms[i]
+        if kept is None:
+            kept = self._terms[i] = [self.tokenize(x) for x in _lines(self.texts[i])]
+        return kept
 
     def best(self, query: list[str], docs: list[int]) -> list[tuple[int, float]]:
         """(document, best line score) for these documents, best first; zero scores left out.
 
-        Work is proportional to the query terms' occurrences in these documents, not to
-        their number of lines times the query's length (an issue text has 100 terms).
+        Each line is scanned for the query's terms only (no per-line index is built): at 10,000
+        turns building one per document was half a warm prompt's search.
         """
         q = [t for t in dict.fromkeys(query) if t in self.df]
         if not q:
             return []
         idf = {t: math.log(1.0 + (self.n - self.df[t] + 0.5) / (self.df[t] + 0.5)) for t in q}
         k1, b, avgdl = self.k1, self.b, (self.avgdl or 1.0)
+        order = {t: k for k, t in enumerate(q)}
+        w = [idf[t] * (k1 + 1) for t in q]
         out = []
         for i in docs:
-            lens, post = self._line_index(i)
-            line: dict[int, float] = {}
-            for t in q:
-                hits = post.get(t)
-                if hits:
-                    w = idf[t] * (k1 + 1)
-                    for n, f in hits:
-                        line[n] = line.get(n, 0.0) + w * f / (f + k1 * (1 - b + b * lens[n] / avgdl))
-            if line:
-                top = max(line.values())
-                if top > 0:
-                    out.append((i, top))
+            top = None
+            for ts in self._doc_terms(i):
+                found = [order[t] for t in ts if t in order]
+                if not found:
+                    continue
+                counts = Counter(found)
+                score = 0.0
+                for k in sorted(counts):  # in query order, as the terms' shares always added up
+                    f = counts[k]
+                    score = score + w[k] * f / (f + k1 * (1 - b + b * len(ts) / avgdl))
+                if top is None or score > top:
+                    top = score
+            if top is not None and top > 0:
+                out.append((i, top))
         out.sort(key=lambda x: (-x[1], x[0]))
         return out
 

@@ -614,3 +614,36 @@ def test_a_searcher_grown_through_settled_and_sealed_turns_ranks_like_a_fresh_on
         assert {h.id: h.score for h in got} == pytest.approx({h.id: h.score for h in fresh})
         assert warm._bm25 is built  # extended, never rebuilt
     assert sorted(v.id for v in warm.by_id.values()) == sorted(v.id for v in turn_views(Store.open(path).graph))
+
+
+def _ref_best(texts, query, docs, k1=1.2, b=0.75):
+    """Best-line BM25 written out: every nonblank line a document, its best line's score per text."""
+    lines = [[terms(x) for x in t.split("\n") if x.strip()] for t in texts]
+    flat = [ts for ls in lines for ts in ls if ts]
+    n, avgdl = len(flat), (sum(map(len, flat)) / len(flat) if flat else 1.0)
+    df = Counter(t for ts in flat for t in set(ts))
+    q = [t for t in dict.fromkeys(query) if t in df]
+    out = []
+    for i in docs:
+        scores = []
+        for ts in lines[i]:
+            tf = Counter(ts)
+            s = sum(math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * (k1 + 1) * tf[t] / (tf[t] + k1 * (1 - b + b * len(ts) / avgdl))
+                    for t in q if tf[t])
+            if any(tf[t] for t in q):
+                scores.append(s)
+        if scores and max(scores) > 0:
+            out.append((i, max(scores)))
+    return sorted(out, key=lambda x: (-x[1], x[0]))
+
+
+@given(st.lists(st.lists(st.lists(_vocab, max_size=6).map(" ".join), min_size=1, max_size=5).map("\n".join), min_size=1, max_size=6),
+       _query)
+def test_best_line_scores_match_a_written_out_line_bm25(texts, q):
+    from eggshell.search.rank import Passages, line_terms
+
+    docs = list(range(len(texts)))
+    want = _ref_best(texts, q, docs)
+    for p in (Passages(texts, terms), Passages(texts, terms, line_terms=[line_terms(t, terms) for t in texts])):
+        got = p.best(q, docs)
+        assert [i for i, _ in got] == [i for i, _ in want] and [s for _, s in got] == pytest.approx([s for _, s in want])
