@@ -89,6 +89,27 @@ def peak_run(argv: list[str], env: dict, stdin: bytes | None = None, cwd: str | 
     return dt, int(p.stderr.decode().strip().splitlines()[-1]) / 1024, p.stdout
 
 
+def stop_and_wait(data: str, pid: int | None = None, most: float = 900.0) -> None:
+    """Stop the manager and wait for its process to end (its snapshot is written by then)."""
+    if pid is None:
+        try:
+            with open(os.path.join(data, "run", "manager.pid")) as f:
+                pid = int(f.read())
+        except (OSError, ValueError):
+            pid = 0
+    stop_manager(data)
+    if pid <= 0:
+        return
+    t = time.monotonic()
+    while time.monotonic() - t < most:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.5)
+    raise SystemExit("manager %d did not exit within %.0f s" % (pid, most))
+
+
 def turns_ndjson(start: int, n: int, proj: str) -> bytes:
     return "".join(json.dumps(realistic.record(i, proj)) + "\n" for i in range(start, start + n)).encode()
 
@@ -141,16 +162,23 @@ def measure(d: str, n: int, a, env0: dict, floor_ms: float) -> dict:
         """Each with no manager running: the prompt hook answers itself (and starts one)."""
         out = []
         for r in range(a.cold_runs):
-            stop_manager(data)
+            stop_and_wait(data)
             out.append(run_hook(events(base, "cold-%s-%d-%d" % (tag, stamp, r), "cold-%s-%d" % (tag, r), 11 + r)[1], env)[0])
         return out
 
     cold_bare = cold_prompts("bare")
-    # warm: the manager started by the hooks above, its first prompt served
+    # warm: the manager started by the hooks above, until a prompt is answered with memory (at
+    # 100,000 turns loading the store and building the indexes takes minutes; hooks meanwhile
+    # answer without memory, and timing those would measure nothing)
     wait_manager(data)
     t = time.perf_counter()
     for ev in events(base, "warmup-%d" % stamp, "warmup", 7):
         run_hook(ev, env)
+    ask = events(base, "warmup-%d" % stamp, "warmup-2", 7)[1]
+    while "additionalContext" not in run_hook(ask, env)[1]:
+        if time.perf_counter() - t > 1800:
+            raise SystemExit("%d turns: no prompt was answered with memory within 30 minutes" % n)
+        time.sleep(5)
     out["warmup_s"] = time.perf_counter() - t
     times: dict[str, list[float]] = {}
     denied = 0
@@ -167,11 +195,13 @@ def measure(d: str, n: int, a, env0: dict, floor_ms: float) -> dict:
     for name, ts in times.items():
         out["warm_" + name] = statistics.median(ts) * 1000
         out["warm_" + name + "_p90"] = sorted(ts)[int(0.9 * (len(ts) - 1))] * 1000
-    stop_manager(data)
+    t = time.perf_counter()
+    stop_and_wait(data, st["pid"])  # it writes its snapshot as it exits
+    out["exit_s"] = time.perf_counter() - t
     snaps = sorted(glob.glob(os.path.join(data, "run", "snapshots", "*.pickle")), key=os.path.getsize)[-1:]  # the project's read set
     out["snapshot_mb"] = sum(os.path.getsize(p) for p in snaps) / 1e6
     loads = []
-    for _ in range(3):
+    for _ in range(1 if n >= 100000 else 3):  # a 100,000-turn snapshot takes a minute to load
         code = "import pickle,sys,time;t=time.perf_counter();[pickle.load(open(p,'rb')) for p in sys.argv[1:]];print(time.perf_counter()-t)"
         p = subprocess.run([venv_python(), "-c", code, *snaps], capture_output=True, text=True,
                            env=dict(env, PYTHONPATH=os.path.join(REPO, "lib")), check=True)
@@ -204,7 +234,8 @@ ROWS = [
     ("warm PostToolUse ms", "warm_PostToolUse", "%.0f"),
     ("warm Stop ms", "warm_Stop", "%.0f"),
     ("manager resident MB", "rss_mb", "%.0f"),
-    ("manager first prompt and warm-up s", "warmup_s", "%.1f"),
+    ("manager start to the first prompt answered with memory s", "warmup_s", "%.1f"),
+    ("manager exit (writes its snapshot) s", "exit_s", "%.1f"),
     ("snapshot MB", "snapshot_mb", "%.0f"),
     ("snapshot load s (fresh process)", "snapshot_load_s", "%.2f"),
     ("cold UserPromptSubmit from snapshot ms", "cold_snapshot_ms", "%.0f"),
