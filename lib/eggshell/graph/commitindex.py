@@ -36,7 +36,6 @@ from eggshell.paths import private_dir, untrusted
 
 SCHEMA = "1"  # bumped when the tables change: an index of another schema is rebuilt
 SIG_BYTES = 256  # as Store._sig: the bytes before the read point that must not change
-SCAN_CHUNK = 8 << 20  # bytes of the file an index build reads at a time
 
 
 def index_path(data_root: str, store_path: str) -> str:
@@ -196,69 +195,10 @@ class AppendStore(Store):
         try:
             s._index = _Index(index_path(s.data_root, path))
             s._resume(s._index.meta())
-            if not isinstance(s.graph.nodes, _Lazy) and s._plain is None and s._scan():
-                s._resume(s._index.meta())
         except (OSError, sqlite3.Error) as e:
             s._lose_index(e)
         s.refresh()
         return s
-
-    def _scan(self) -> bool:
-        """Build the index from the file's lines without loading its graph; whether it now fits the file.
-
-        The first `egg-save` on a store (or the first after a compaction) built its index from a
-        full read: 97 s and 4.3 GB at 100,000 turns, for ids and offsets. A line is only parsed
-        here for its id (and a commit for its roots), in chunks, so memory stays flat; what a
-        commit later reuses is read from its line and checked against its id then (`_node`).
-        A line that is not a record, or a tombstone, union or unlink, leaves it to the full read
-        (which names a bad line, and replays what only it can).
-        """
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return False
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            meta: dict = {}
-            pos = lines = 0
-            tail = b""
-            first = True
-            while True:
-                chunk = f.read(SCAN_CHUNK)
-                if not chunk:
-                    break
-                data = tail + chunk
-                cut = data.rfind(b"\n") + 1
-                tail = data[cut:]
-                nodes, commits, roots = [], [], []
-                for line in data[:cut].split(b"\n")[:-1]:
-                    n = len(line)
-                    try:
-                        d = ujson.loads(line)
-                        if "node" in d:
-                            nodes.append((bytes.fromhex(d["node"]), pos, n))
-                        elif "commit" in d and not d.get("unions"):
-                            c = ef.parse_record(line)  # checked against its id, as a full read does (a node is when fetched)
-                            cid = bytes.fromhex(c.id)
-                            commits.append((cid, pos, n))
-                            roots.extend((bytes.fromhex(r), cid) for r in c.roots)
-                        elif "magic" in d and lines == 0:
-                            meta.update(authority=d["authority"], version=d["version"], created=str(d.get("created", "")))
-                        else:
-                            return False  # a tombstone, union or unlink (or a second header): the full read replays it
-                    except (ValueError, TypeError, KeyError, AttributeError, ef.RecordError):
-                        return False  # not a record: the full read says which line and why
-                    pos += n + 1
-                    lines += 1
-                self._index.write({}, nodes, commits, roots, reset=first)
-                first = False
-            if tail or not meta:
-                return False  # a torn or zero-filled last line: the full read settles it
-            f.seek(max(0, pos - SIG_BYTES))
-            sig = f.read(min(pos, SIG_BYTES))
-        meta.update(schema=SCHEMA, dev=st.st_dev, ino=st.st_ino, size=pos, lines=lines, sig=hashlib.sha256(sig).hexdigest(), plain=0)
-        self._index.write(meta)
-        return True
 
     def __getstate__(self) -> dict:
         raise TypeError("an AppendStore holds an open index; snapshot a full Store instead")

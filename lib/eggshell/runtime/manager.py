@@ -179,7 +179,7 @@ class Manager:
         self._order = itertools.count()
         self.state = StateLock()
         self.background = Background()
-        self.res = Resources(paths.data_root, paths.bin_dir, warm=True, log=self.log, unlocked=self.state.released,
+        self.res = Resources(paths.data_root, paths.bin_dir, warm=True, log=self.log, note=self.note, unlocked=self.state.released,
                              background=self.background.run)
         self.grown = Grown(self.res, want=self.build_workspace)
         self.journal = Journal(paths.journal_dir)
@@ -201,6 +201,12 @@ class Manager:
         from eggshell.log import log_failure
 
         log_failure(self.paths, "manager", RuntimeError(msg))
+
+    @staticmethod
+    def note(msg: str) -> None:
+        """What is worth knowing but no failure (a slow job, a rebuild): the manager's own log,
+        run/manager.log (its stderr), not hook.log, which counts what went wrong."""
+        print("%s %s" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), msg), file=sys.stderr, flush=True)
 
     def log_once(self, key: str, msg: str, every_s: float = 300.0) -> None:
         """Log what may recur on every pass (a store lock held elsewhere, connections from
@@ -342,7 +348,7 @@ class Manager:
                 if took >= TRIM_AFTER_S:
                     trim_heap()
                 if took >= SLOW_JOB_S:  # every hook queued behind it waited as long: say so in the log
-                    self.log("slow job: %s took %.1f s on the %s worker" % (getattr(fn, "__qualname__", "job"), took,
+                    self.note("slow job: %s took %.1f s on the %s worker" % (getattr(fn, "__qualname__", "job"), took,
                                                                            "tool" if urgent else "main"))
             else:
                 self.skipped += 1  # its hook answered without it

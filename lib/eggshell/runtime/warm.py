@@ -104,8 +104,10 @@ def _on_disk(path: str) -> tuple:
 class Resources:
     def __init__(self, data_root: str, bin_dir: str, *, warm: bool, log: Callable[[str], None] = lambda m: None,
                  unlocked: Callable[[], ContextManager] = contextlib.nullcontext,
-                 background: Callable[..., object] = lambda fn, *args: fn(*args)):
+                 background: Callable[..., object] = lambda fn, *args: fn(*args),
+                 note: Callable[[str], None] = lambda m: None):
         self.data_root = data_root
+        self.note = note  # what is no failure but worth knowing (a long rebuild): the manager's own log
         self.bin_dir = bin_dir
         self.warm = warm
         self.log = log
@@ -280,7 +282,7 @@ class Resources:
             s = self._searchers[key] = Searcher([self.store(p) for p in read], semantic=semantic, trace=trace,
                                                 settings=Settings.from_config(cfg))
             s.unlocked = self.unlocked
-            s.log = self.log
+            s.log = self.note
             provider = getattr(semantic, "provider", None)
             if provider is not None:
                 provider.query_embed_limit = QUERY_WINDOWS

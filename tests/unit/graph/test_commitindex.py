@@ -114,7 +114,7 @@ def test_a_replaced_file_rebuilds_the_index(env):
         commit(appender(path, data), i)
     compact(path)  # a new file (a new inode) with other offsets
     s = appender(path, data)
-    assert isinstance(s.graph.nodes, _Lazy) and not s.graph.nodes.mem  # indexed again from its lines, its graph not loaded
+    assert not isinstance(s.graph.nodes, _Lazy)  # read in full once
     assert commit(s, 1) is None and commit(s, 3) is not None
     s2 = appender(path, data)
     assert isinstance(s2.graph.nodes, _Lazy) and commit(s2, 3) is None and commit(s2, 4) is not None
@@ -261,23 +261,6 @@ def test_egg_save_the_process_uses_it(tmp_path):
         assert len(p.stdout.splitlines()) == 3
     assert os.path.exists(index_path(data, egg))
     assert len(Store.open(egg).graph.commits) == 6
-
-
-def test_the_first_appender_indexes_a_store_without_loading_it(env, tmp_path):
-    """A store written elsewhere (a full Store, a pull): the first egg-save built its index from a full
-    read (97 s and 4.3 GB at 100,000 turns); it reads each line's id instead, and writes what a full one would."""
-    path, data = env
-    ref = str(tmp_path / "ref" / "work.egg")
-    for i in range(12):
-        commit(full(path, data), i)
-        commit(full(ref, data), i)
-    s = appender(path, data)
-    assert isinstance(s.graph.nodes, _Lazy) and not s.graph.nodes.mem and s.graph.lines == len(read(path).splitlines())
-    assert commit(s, 5) is None  # a replay: its roots are known from the index
-    commit(s, 12)
-    commit(full(ref, data), 12)
-    assert read(path).split(b"\n")[1:] == read(ref).split(b"\n")[1:]
-    assert isinstance(appender(path, data).graph.nodes, _Lazy)
 
 
 def test_a_store_the_index_cannot_replay_is_still_read_in_full(env):
