@@ -49,7 +49,7 @@ ANSWER, BACKGROUND = 0, 1  # the main worker's queue: what a hook waits for firs
 REFRESH_EVERY_S = 15.0  # after a turn is saved, search indexes are rebuilt ahead of the next prompt at most this often
 
 
-MAIN_NICE = 5
+MAIN_NICE = 5  # the main worker's CPU priority, below the hooks' (see Manager.worker)
 SLOW_JOB_S = 2.0  # a job this long on a worker is logged (hooks behind it waited as long)
 TRIM_AFTER_S = 1.0  # after a job this long (a store read, an index built), the heap it freed goes back to the system
 
@@ -66,7 +66,7 @@ def trim_heap() -> bool:
     try:
         return bool(ctypes.CDLL(None).malloc_trim(0))
     except (OSError, AttributeError):  # not glibc
-        return False  # the main worker's CPU priority, below the hooks' (see Manager.worker)
+        return False
 
 
 class Background:

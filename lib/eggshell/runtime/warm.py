@@ -144,7 +144,7 @@ class Resources:
                     c = Searcher(s.stores, trace=s.trace, settings=s.settings)
                     c.views, c.by_id, c.candidates = s.views, s.by_id, s.candidates
                     c._bm25, c._passages, c._stamp = s._bm25, s._passages, s._stamp
-                    c._live, c._index, c._dead = s._live, s._index, s._dead  # so a cold hook extends them too
+                    c._live, c._index = s._live, s._index  # so a cold hook extends them too
                     lexical[key[:-1] + (False,)] = c
             blob = {"stamp": source_stamp(), "read": read, "stores": {p: self._stores[p] for p in read if p in self._stores},
                     "live": live, "searchers": lexical}
@@ -240,12 +240,12 @@ class Resources:
         out: dict = {"turns": self.turn_count(path), "embedded": None, "searchable": None,
                      "trust": trust.describe(path, self._stores[path].graph, self.ledger())}
         for key, s in self._searchers.items():
-            idx = getattr(getattr(s.semantic, "provider", None), "_semantic", None)
-            if path not in key[0] or idx is None or not s.views:
+            provider = getattr(s.semantic, "provider", None)
+            if path not in key[0] or provider is None or not s.views:
                 continue
             texts = [c["text"] for v, c in zip(s.views, s.candidates) if v.store == path and c["text"]]
-            done = sum(t in idx._rows for t in texts)
-            if out["embedded"] is None or done > out["embedded"]:
+            done = provider.embedded(texts)
+            if done is not None and (out["embedded"] is None or done > out["embedded"]):
                 out["embedded"], out["searchable"] = done, len(texts)
         return out
 

@@ -40,6 +40,11 @@ class Provider:
     def uses_model(self) -> bool:
         return self.settings.mode != "lexical"
 
+    def embedded(self, texts: list[str]) -> int | None:
+        """How many of these texts are ranked by all their windows, as far as this provider has
+        looked them up (None: it has not ranked with the model yet, and loads nothing to say)."""
+        return None if self._semantic is None else self._semantic.complete(texts)
+
     def _index(self):
         if self._semantic is None:
             from eggshell.search.embed import Encoder

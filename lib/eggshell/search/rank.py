@@ -179,18 +179,15 @@ class Passages:
         self.df: Counter[str] = Counter()
         self.n = self.total = 0
         self.avgdl = 0.0
-        self._terms: list[list[list[str]] | None] = []  # each document's line terms when the caller had them (shared, not copied)
+        self._terms: list[list[list[str]]] = []  # each document's line terms (the caller's lists, shared, not copied)
         self.extend(texts, line_terms)
 
     def extend(self, texts: list[str], line_terms=None) -> None:
         """Add documents at the end, with their line terms when the caller has them."""
         self.texts = self.texts + list(texts)
-        if line_terms is not None:
-            line_terms = list(line_terms)
-            self._terms.extend(line_terms)  # a query's best lines are then scored without tokenizing them again
-        else:
-            self._terms.extend([None] * len(texts))
-        for lines in line_terms if line_terms is not None else ([self.tokenize(x) for x in _lines(t)] for t in texts):
+        line_terms = list(line_terms) if line_terms is not None else [[self.tokenize(x) for x in _lines(t)] for t in texts]
+        self._terms.extend(line_terms)  # a query's best lines are then scored without tokenizing them again
+        for lines in line_terms:
             for ts in lines:
                 if ts:
                     self.n += 1
@@ -214,13 +211,6 @@ class Passages:
         self.texts[i] = ""
         self._terms[i] = []
 
-    def _doc_terms(self, i: int) -> list[list[str]]:
-        """Document i's line terms: as the caller gave them, or tokenized once and kept."""
-        kept = self._terms[i]
-        if kept is None:
-            kept = self._terms[i] = [self.tokenize(x) for x in _lines(self.texts[i])]
-        return kept
-
     def best(self, query: list[str], docs: list[int]) -> list[tuple[int, float]]:
         """(document, best line score) for these documents, best first; zero scores left out.
 
@@ -237,7 +227,7 @@ class Passages:
         out = []
         for i in docs:
             top = None
-            for ts in self._doc_terms(i):
+            for ts in self._terms[i]:
                 found = [order[t] for t in ts if t in order]
                 if not found:
                     continue

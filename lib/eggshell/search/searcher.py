@@ -101,7 +101,6 @@ class Searcher:
         self._fixed: list[TurnView] | None = None
         self._live: list[LiveViews] = []  # each store's turns as last read (records.LiveViews)
         self._index: dict[str, int] = {}  # turn id -> its document in the indexes
-        self._dead: frozenset[int] | set[int] = frozenset()  # documents of turns replaced since the last rebuild
 
     @classmethod
     def over(cls, views: Iterable[TurnView], settings: Settings, semantic: Semantic | None = None) -> "Searcher":
@@ -175,7 +174,6 @@ class Searcher:
         self.views = self.views + added
         self.by_id, self._index = by_id, index
         self.candidates = candidates + items
-        self._dead = self._dead | set(gone)
         self._stamp = stamp
         return True
 
@@ -192,7 +190,6 @@ class Searcher:
         self.views = list(views.values())
         self.by_id = views
         self._index = {v.id: i for i, v in enumerate(self.views)}
-        self._dead = frozenset()
         self.candidates = [{"id": v.id, "text": searchable_text(v)} for v in self.views]
         texts = [c["text"] for c in self.candidates]
         # Tokenizing is half of a rebuild: a long-lived searcher keeps each text's terms,
@@ -242,7 +239,7 @@ class Searcher:
                 floor = got.floor
                 seen: set[int] = set()
                 for i, v in got.ranked:
-                    if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n and i not in seen and i not in self._dead:
+                    if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n and i not in seen and i not in self._bm25.removed:
                         seen.add(i)
                         semantic.append((i, float(v)))
                 if got.cosine:

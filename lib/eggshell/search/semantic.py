@@ -61,6 +61,10 @@ class SemanticIndex:
     def _windows(self, text: str, most: int = MAX_WINDOWS) -> list[str]:
         return [w.text for w in self.encoder.windows(text)[:most]]
 
+    def complete(self, texts: list[str]) -> int:
+        """How many of these texts have every window cached, as the last lookups found (no lookup now)."""
+        return sum(t in self._rows for t in texts)
+
     def query_windows(self, text: str) -> list[str]:
         """The query's first QUERY_WINDOWS windows: an issue's title and description come
         first, its pasted logs and code after; each window costs a model run per query."""

@@ -275,3 +275,14 @@ def test_a_trace_line_keeps_the_top_of_each_ranking_not_every_candidate(tmp_path
     assert t["candidate_count"] == TRACE_DEPTH * 4
     assert len(t["lexical"]) == len(t["fused"]) == TRACE_DEPTH
     assert len(t["candidate_ids"]) <= TRACE_DEPTH * 3 and all(t["candidate_ids"][str(i)] == "id-%d" % i for i, _ in t["lexical"])
+
+
+def test_embedded_counts_the_texts_ranked_by_all_their_windows_and_loads_nothing_to_say_so(semantic_provider):
+    """What `egg status` reports through the warm manager (warm.Resources.counts)."""
+    p = semantic_provider("hybrid")
+    texts = [c["text"] for c in cands(C8)]
+    assert p.embedded(texts) is None  # nothing ranked with the model yet: unknown, and no model loaded to find out
+    assert p._semantic is None
+    p.rank("CONFIG_ARCHIVE_SENTINEL_7E29", texts)
+    assert p.embedded(texts) == len(texts)
+    assert p.embedded(texts + ["a text this provider never saw"]) == len(texts)
