@@ -306,6 +306,11 @@ def test_hook_additional_context_equals_the_pipeline_handoff(tmp_path, env, proj
             stop["last_assistant_message"] = rec["answer"]
         run_hook(stop)
     egg_path = str(project / ".eggs" / "work.egg")
+    # The last Stop handed its turn to the manager the hooks started, which saves it in the
+    # background; what `egg find` does first (drain the save queue) makes it land before we read.
+    from eggshell.runtime import client
+
+    client.request(env["EGGSHELL_DATA_ROOT"], {"op": "settle", "budget": 20.0}, timeout=25.0)
     assert len(turn_views(Store.open(egg_path).graph)) == 4
 
     prefix = env["EGGSHELL_PREFIX"]
