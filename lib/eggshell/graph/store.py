@@ -17,6 +17,7 @@ import stat
 import sys
 import time as _time
 import uuid
+from array import array
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
@@ -100,14 +101,25 @@ class Graph:
         return nid, self.nodes[nid]
 
     def ingest(self, numbered: Iterable[tuple[int, bytes]], apply: bool = True) -> int:
-        """Add complete lines (with their 1-based numbers); two passes, any order.
+        """Add complete lines (with their 1-based numbers); any order.
 
         Raises EggError naming the first bad line; on error (or with apply=False, a check
         only) the graph is unchanged.
+
+        A node whose children are already known is built as its line is read (a writer puts
+        children first), so its record is garbage at once; only the others wait for a second
+        pass. Holding every record until the end left a 10,000-turn store's load with 200 MB
+        of freed memory scattered between the nodes kept, which the process never gave back.
         """
         where = self.path
         header = self.header
-        raw: dict[str, tuple[ef.NodeRecord, int]] = {}
+        raw: dict[str, tuple[ef.NodeRecord, int]] = {}  # records waiting for a child not read yet
+        built: dict[str, Value] = {}  # nodes new to the graph, built as they were read
+        built_at = array("I")  # the line each of `built` was read from, in the same order
+        known = self.nodes
+
+        def get(i: str) -> Value | None:
+            return built.get(i) or known.get(i)
         commits: list[tuple[ef.Commit, int]] = []
         unlinks: list[tuple[ef.Unlink, int]] = []
         forgets: list[ef.Forget] = []
@@ -133,11 +145,21 @@ class Graph:
                 prior = raw.get(rec.id)
                 if prior is not None and prior[0] != rec:
                     raise EggError("%s:%d: node %s differs from line %d with the same id" % (where, n, rec.id[:12], prior[1]))
-                have = self.nodes.get(rec.id)
-                if have is None:
+                have = built.get(rec.id)
+                if have is not None:
+                    if _record_of(rec.id, have) != rec:
+                        at = built_at[list(built).index(rec.id)]
+                        raise EggError("%s:%d: node %s differs from line %d with the same id" % (where, n, rec.id[:12], at))
+                    continue
+                have = known.get(rec.id)
+                if have is not None:
+                    if _record_of(rec.id, have) != rec:
+                        raise EggError("%s:%d: node %s differs from the stored node with the same id" % (where, n, rec.id[:12]))
+                elif prior is None and all(get(c) is not None for _, c in rec.args):
+                    built[rec.id] = _build(rec, get, where, n)
+                    built_at.append(n)
+                elif prior is None:
                     raw[rec.id] = (rec, n)
-                elif _record_of(rec.id, have) != rec:
-                    raise EggError("%s:%d: node %s differs from the stored node with the same id" % (where, n, rec.id[:12]))
             elif isinstance(rec, ef.Commit):
                 commits.append((rec, n))
             elif isinstance(rec, ef.Forget):
@@ -146,8 +168,10 @@ class Graph:
                 unlinks.append((rec, n))
         if count and header is None:
             raise EggError("%s: has no eggshell header line" % where)
-        resolved = _resolve(raw, self.nodes, where)
-        known = self.nodes
+        resolved = _resolve(raw, get, where)
+        if built:
+            built.update(resolved)
+            resolved = built
 
         class _Both:  # a read-only view of known + resolved, without copying either
             def __contains__(self, i: str) -> bool:
@@ -305,14 +329,28 @@ def _record_of(nid: str, v: Value) -> ef.NodeRecord:
     return ef.NodeRecord(nid, None, v.op, tuple((r.auth, content_hex(r.target)) for r in v.args))
 
 
-def _resolve(raw: dict[str, tuple[ef.NodeRecord, int]], known: dict[str, Value], where: str) -> dict[str, Value]:
-    """Build Values for raw node records, children first, checking ids and shapes."""
+def _build(rec: ef.NodeRecord, get: Callable[[str], Value | None], where: str, n: int) -> Value:
+    """The Value of a node record whose children `get` holds, its shape and id checked."""
     from eggshell.core.values import Ref
 
+    if rec.op is None:
+        v: Value = Atom(rec.atom)
+    else:
+        try:
+            v = Apply(rec.op, tuple(Ref(a, get(c)) for a, c in rec.args))
+        except ShapeError as e:
+            raise EggError("%s:%d: invalid operator application: %s" % (where, n, e)) from None
+    if content_hex(v) != rec.id:
+        raise EggError("%s:%d: node id does not match its content (the line was altered)" % (where, n))
+    return v
+
+
+def _resolve(raw: dict[str, tuple[ef.NodeRecord, int]], known: Callable[[str], Value | None], where: str) -> dict[str, Value]:
+    """Build Values for raw node records, children first, checking ids and shapes."""
     out: dict[str, Value] = {}
 
     def get(i: str) -> Value | None:
-        return out.get(i) or known.get(i)
+        return out.get(i) or known(i)
 
     for start in raw:
         if start in out:
@@ -324,9 +362,7 @@ def _resolve(raw: dict[str, tuple[ef.NodeRecord, int]], known: dict[str, Value],
             if nid in out:
                 continue
             rec, n = raw[nid]
-            if rec.op is None:
-                v: Value = Atom(rec.atom)
-            elif not expanded:
+            if rec.op is not None and not expanded:
                 on_path.add(nid)
                 stack.append((nid, True))
                 for _, child in rec.args:
@@ -338,15 +374,8 @@ def _resolve(raw: dict[str, tuple[ef.NodeRecord, int]], known: dict[str, Value],
                         raise EggError("%s:%d: node refers to itself through %s (a cycle)" % (where, n, child[:12]))
                     stack.append((child, False))
                 continue
-            else:
-                on_path.discard(nid)
-                try:
-                    v = Apply(rec.op, tuple(Ref(a, get(c)) for a, c in rec.args))
-                except ShapeError as e:
-                    raise EggError("%s:%d: invalid operator application: %s" % (where, n, e)) from None
-            if content_hex(v) != nid:
-                raise EggError("%s:%d: node id does not match its content (the line was altered)" % (where, n))
-            out[nid] = v
+            on_path.discard(nid)
+            out[nid] = _build(rec, get, where, n)
     return out
 
 
@@ -436,13 +465,11 @@ class Store:
         self.torn = end < len(data) or self.nul_at is not None
         if end == 0:
             return 0
-        first = self.graph.lines + 1
-        lines = data[:end].split(b"\n")[:-1]
-        count = self.graph.ingest(zip(range(first, first + len(lines)), lines))
+        count = self.graph.ingest(enumerate(_lines(data, end), self.graph.lines + 1))
         start = self._offset
         self._offset += end
-        self._sig = (self._sig + data[:end])[-256:]
-        self._took(start, data[:end])
+        self._sig = (self._sig + data[max(0, end - 256):end])[-256:]
+        self._took(start, data if end == len(data) else data[:end])
         return count
 
     def _took(self, start: int, data: bytes) -> None:
@@ -733,6 +760,16 @@ class _Locked:
 
 
 READ_CHUNK = 16 << 20
+
+
+def _lines(data: bytes, end: int) -> Iterator[bytes]:
+    """The lines of data[:end] (which ends with a newline) one at a time: a list of them all
+    held a second copy of the file for the whole load."""
+    start = 0
+    while start < end:
+        stop = data.index(b"\n", start)
+        yield data[start:stop]
+        start = stop + 1
 
 
 def read_until_nul(f, start: int) -> tuple[bytes, int | None]:

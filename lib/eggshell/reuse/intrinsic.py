@@ -111,7 +111,6 @@ class Corpus:
         self.candidates: list[Candidate] = []
         self.df: Counter[str] = Counter()
         self.postings: dict[str, list[tuple[int, int]]] = {}
-        self.units: dict[tuple[int, int], frozenset[str]] = {}  # distinct unit texts per pattern
         # Each pattern once, under one of its units, the rarest when it was indexed: a pattern
         # whose every unit is in `cur` is listed under one of `cur`'s units (`admitted`).
         self.keyed: dict[str, list[tuple[int, int]]] = {}
@@ -131,7 +130,6 @@ class Corpus:
             seen: set[str] = set()
             for pi, p in enumerate(c.patterns):
                 distinct = frozenset(u.text for u in p.lg.units)
-                self.units[(ci, pi)] = distinct
                 for t in distinct:
                     self.postings.setdefault(t, []).append((ci, pi))
                 if distinct:
@@ -154,7 +152,6 @@ class Corpus:
         c.candidates = self.candidates + extra.candidates
         c.df = _Sum(self.df, extra.df)
         c.postings = Concat(self.postings, {t: [(ci + n, pi) for ci, pi in ps] for t, ps in extra.postings.items()})
-        c.units = ChainMap({(ci + n, pi): k for (ci, pi), k in extra.units.items()}, self.units)
         c.keyed = Concat(self.keyed, {t: [(ci + n, pi) for ci, pi in ps] for t, ps in extra.keyed.items()})
         c._outcome_lg = ChainMap({}, self._outcome_lg)  # the base's memo is valid for its indices
         c._weights = {}
@@ -186,6 +183,12 @@ class Corpus:
             self._outcome_lg[ci] = lg
         return lg
 
+    def within(self, k: tuple[int, int], distinct: frozenset[str]) -> bool:
+        """Every unit of pattern k occurs in `distinct`. Read from the pattern, not kept as a
+        set per pattern: those sets were 30 MB of a 10,000-turn manager."""
+        ci, pi = k
+        return all(u.text in distinct for u in self.candidates[ci].patterns[pi].lg.units)
+
     def admitted(self, cur: Pattern) -> list[tuple[int, int]]:
         """The (candidate, pattern) pairs that can match `cur`, found through the postings.
 
@@ -198,7 +201,7 @@ class Corpus:
         Neither compares `cur` with the whole corpus.
         """
         distinct = frozenset(u.text for u in cur.lg.units)
-        out = dict.fromkeys(k for t in distinct for k in self.keyed.get(t, ()) if self.units[k] <= distinct)
+        out = dict.fromkeys(k for t in distinct for k in self.keyed.get(t, ()) if self.within(k, distinct))
         for t in distinct:
             if self.rare(t):
                 out.update(dict.fromkeys(self.postings.get(t, ())))

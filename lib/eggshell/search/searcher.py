@@ -17,7 +17,7 @@ from eggshell.config import DEFAULT_MIN_COVERAGE
 from eggshell.graph.records import LiveViews, TurnView, searchable_text
 from eggshell.graph.store import Store
 from eggshell.log import warn
-from eggshell.search.rank import (B, BM25, DEFAULT_ANCHOR_K, DEFAULT_TOP_K, K1, MODES, LEXICAL_DEPTH, PASSAGE_DEPTH, Passages, Settings,
+from eggshell.search.rank import (B, BM25, DEFAULT_ANCHOR_K, DEFAULT_TOP_K, K1, MODES, LEXICAL_DEPTH, PASSAGE_DEPTH, Coded, Passages, Settings, Vocabulary,
                                   anchor_ranking, lexical_index, line_terms)
 from eggshell.search.terms import terms
 
@@ -97,7 +97,7 @@ class Searcher:
         self.candidates: list[dict] = []
         self._bm25: BM25 | None = None
         self._passages: Passages | None = None
-        self._terms: dict[str, list[list[str]]] = {}  # text -> its line terms, for the next rebuild
+        self._terms: dict[str, Coded] = {}  # text -> its line terms (in the Passages' vocabulary), for the next rebuild
         self._fixed: list[TurnView] | None = None
         self._live: list[LiveViews] = []  # each store's turns as last read (records.LiveViews)
         self._index: dict[str, int] = {}  # turn id -> its document in the indexes
@@ -158,17 +158,17 @@ class Searcher:
             by_id[view.id] = view
             added.append(view)
         items = [{"id": v.id, "text": searchable_text(v)} for v in added]
-        per_doc = [self._terms.get(c["text"]) or line_terms(c["text"], terms) for c in items]
+        passages, vocab = self._passages, self._passages.vocab
+        per_doc = [self._terms.get(c["text"]) or vocab.code(line_terms(c["text"], terms)) for c in items]
         candidates = list(self.candidates)
         for i in gone:
-            text = candidates[i]["text"]
-            lines = self._terms.pop(text, None) or line_terms(text, terms)
-            self._bm25.remove(i, [t for ts in lines for t in ts])
-            self._passages.remove(i, lines)
+            self._terms.pop(candidates[i]["text"], None)
+            self._bm25.remove(i, vocab.flat(passages._docs[i]))
+            passages.remove(i)
             candidates[i] = {"id": candidates[i]["id"], "text": ""}  # a blank text: the semantic side scores it never
         self._terms.update((c["text"], d) for c, d in zip(items, per_doc))
-        self._bm25.extend([[t for ts in lines for t in ts] for lines in per_doc])
-        self._passages.extend([c["text"] for c in items], per_doc)
+        self._bm25.extend([vocab.flat(d) for d in per_doc])
+        passages.extend([c["text"] for c in items], per_doc)
         base = len(self.views)
         index.update((v.id, base + k) for k, v in enumerate(added))
         self.views = self.views + added
@@ -194,15 +194,17 @@ class Searcher:
         texts = [c["text"] for c in self.candidates]
         # Tokenizing is half of a rebuild: a long-lived searcher keeps each text's terms,
         # so a store that grew by one turn only tokenizes that turn.
+        # The vocabulary goes on from the last index: the kept texts' terms are coded in it.
+        vocab = self._passages.vocab if self._passages is not None else Vocabulary()
         old, self._terms = self._terms, {}
         per_doc = []
         for t in texts:
             got = old.get(t)
             if got is None:
-                got = line_terms(t, terms)
+                got = vocab.code(line_terms(t, terms))
             self._terms[t] = got
             per_doc.append(got)
-        self._bm25, self._passages = lexical_index(texts, terms, self.k1, self.b, per_doc)
+        self._bm25, self._passages = lexical_index(texts, terms, self.k1, self.b, per_doc, vocab)
         self._stamp = stamp
 
     def search(self, text: str, top_k: int = DEFAULT_TOP_K, min_coverage: float = DEFAULT_MIN_COVERAGE) -> list[Hit]:

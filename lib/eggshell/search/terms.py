@@ -93,9 +93,13 @@ def terms(text: str, *, keep_stopwords: bool = False, stem: bool = True) -> list
     return out
 
 
-@functools.lru_cache(maxsize=1 << 17)
+@functools.lru_cache(maxsize=1 << 14)
 def _token_terms(raw: str, keep_stopwords: bool, stem: bool = True) -> tuple[str, ...]:
-    """The terms of one raw token; memoized, since code and logs repeat tokens endlessly."""
+    """The terms of one raw token; memoized, since code and logs repeat tokens endlessly.
+
+    16,384 tokens: at 131,072 the memo alone held 55 MB of a 10,000-turn manager, to make a
+    full tokenizing of its stores 2.3 s instead of 2.8 s (a warm searcher tokenizes only
+    what was saved since; measured 4 Dec 2026)."""
     tok = raw.strip(_JOINERS)
     if not tok:
         return ()

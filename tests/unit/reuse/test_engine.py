@@ -22,7 +22,7 @@ def shape(ws):
     c = ws.corpus
     return ([(content_hex(x.edge), x.tool, x.staged) for x in c.candidates], [content_hex(a) for a in ws.alls],
             ws.index, sorted((content_hex(u.left), content_hex(u.right)) for u in ws.unions),
-            dict(c.df), {k: list(v) for k, v in c.postings.items()}, dict(c.units),
+            dict(c.df), {k: list(v) for k, v in c.postings.items()},
             sorted(k for v in c.keyed.values() for k in v))  # each pattern keyed once (under which unit depends on when)
 
 
