@@ -120,7 +120,7 @@ class Resources:
         self._searchers: dict[tuple, Searcher] = {}
         self._closers: list[Callable[[], None]] = []
         self._counts: dict[str, tuple[int, int]] = {}
-        self._views: dict = {}  # path -> records.LiveViews, for turn_count
+        self._views: dict = {}  # path -> records.TurnKeys, for turn_count
         self._tried: set[tuple[str, ...]] = set()
         self.freshness = Cache()  # the freshness checks' file reads, by (path, stat): a warm check is a stat
         self._ledger = None  # the trust ledger as last read (trust.load re-reads it only when it changed)
@@ -214,18 +214,17 @@ class Resources:
 
     def turn_count(self, path: str) -> int:
         """How many turns a store holds (counted again only when it has grown)."""
-        from eggshell.graph.records import LiveViews
+        from eggshell.graph.records import TurnKeys
 
         s = self.store(path)
         stamp = s.stamp()
         got = self._counts.get(path)
         if got is None or got[0] != stamp:
             with self.unlocked():
-                lv = self._views.get(path)
-                if lv is None or lv.stale(s.graph):
-                    lv = self._views[path] = LiveViews(s.graph)
-                lv.update()  # only what was committed since: a full read costs a 100,000-turn store seconds
-                n = len(lv.latest)
+                keys = self._views.get(path)
+                if keys is None or keys.stale(s.graph):
+                    keys = self._views[path] = TurnKeys(s.graph)
+                n = keys.update()  # only what was committed since: a full read costs a 100,000-turn store seconds
             got = self._counts[path] = (stamp, n)
         return got[1]
 

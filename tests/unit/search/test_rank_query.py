@@ -603,6 +603,9 @@ def test_a_searcher_grown_through_settled_and_sealed_turns_ranks_like_a_fresh_on
     warm = Searcher([store])
     warm.search("late_fee")
     built = warm._bm25
+    from eggshell.graph.records import TurnKeys
+
+    keys = TurnKeys(store.graph)  # SessionStart's count, kept the same way
     calls: dict[int, list[dict]] = {}
     q = " ".join(query)
     for k, words, sealed_now in steps:
@@ -613,6 +616,8 @@ def test_a_searcher_grown_through_settled_and_sealed_turns_ranks_like_a_fresh_on
         fresh = Searcher([Store.open(path)]).search(q, top_k=10, min_coverage=0.0)
         assert {h.id: h.score for h in got} == pytest.approx({h.id: h.score for h in fresh})
         assert warm._bm25 is built  # extended, never rebuilt
+        store.refresh()
+        assert keys.update() == len(turn_views(Store.open(path).graph))
     assert sorted(v.id for v in warm.by_id.values()) == sorted(v.id for v in turn_views(Store.open(path).graph))
 
 
