@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from array import array
-from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -36,16 +35,16 @@ LEXICAL_DEPTH = 1000  # BM25 hits a search ranks and fuses: past the thousandth,
 class BM25:
     """Okapi BM25 over documents of terms, in compact columns.
 
-    Each term keeps the documents holding it and its count in each as two machine-word
-    arrays (array('I')), in document order, and each document its length; a search scores
-    with numpy over the query terms' postings. A Counter per document and a list per term
-    held a 100,000-turn store's index in millions of small objects.
+    Each term keeps one machine-word array (array('I')) of (document, count) pairs in
+    document order, and each document its length; a search scores with numpy over the
+    query terms' postings. A Counter per document and a list per term held a 100,000-turn
+    store's index in millions of small objects, and two arrays per term (most terms are in
+    one document: hashes, paths, ids) were 25 MB of array headers at 10,000 turns.
     """
 
     def __init__(self, docs: list[list[str]], k1: float = K1, b: float = B):
         self.k1, self.b = k1, b
-        self.postings: dict[str, array] = {}  # term -> ascending document indexes holding it
-        self.counts: dict[str, array] = {}  # term -> its count in each of those documents
+        self.postings: dict[str, array] = {}  # term -> document, count, document, count, ... (documents ascending)
         self.lens = array("I")  # per document ever added (a removed one: 0), so an index is a position
         self.n = 0  # documents in the index now
         self.avgdl = 0.0
@@ -56,22 +55,33 @@ class BM25:
 
     def extend(self, docs: list[list[str]]) -> None:
         """Add documents at the end (a warm index grows by each saved turn, never rebuilt)."""
-        post, counts = self.postings, self.counts
+        post = self.postings
         for d in docs:
             i = len(self.lens)
             self.lens.append(len(d))
             self._total += len(d)
             for t, f in Counter(d).items():
-                ids = post.get(t)
-                if ids is None:
-                    post[t] = array("I", (i,))
-                    counts[t] = array("I", (f,))
+                pairs = post.get(t)
+                if pairs is None:
+                    post[t] = array("I", (i, f))
                 else:
-                    ids.append(i)
-                    counts[t].append(f)
+                    pairs.append(i)
+                    pairs.append(f)
         self.n += len(docs)
         self.avgdl = (self._total / self.n) if self.n else 0.0
         self._norm = None
+
+    @staticmethod
+    def _at(pairs: array, i: int) -> int:
+        """Where document i's pair is, or would go (a pair index: its entries are 2k and 2k + 1)."""
+        lo, hi = 0, len(pairs) // 2
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if pairs[2 * mid] < i:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
     def remove(self, i: int, doc: list[str]) -> None:
         """Take document i (whose terms are `doc`) out: it is never found again, and the statistics
@@ -80,14 +90,13 @@ class BM25:
             return
         self.removed.add(i)
         for t in set(doc):
-            ids = self.postings.get(t)
-            at = bisect_left(ids, i) if ids is not None else 0
-            if ids is None or at >= len(ids) or ids[at] != i:
+            pairs = self.postings.get(t)
+            at = self._at(pairs, i) if pairs is not None else 0
+            if pairs is None or 2 * at >= len(pairs) or pairs[2 * at] != i:
                 continue
-            del ids[at]
-            del self.counts[t][at]
-            if not ids:
-                del self.postings[t], self.counts[t]
+            del pairs[2 * at : 2 * at + 2]
+            if not pairs:
+                del self.postings[t]
         self._total -= self.lens[i]
         self.lens[i] = 0
         self.n -= 1
@@ -95,16 +104,16 @@ class BM25:
         self._norm = None
 
     def df(self, term: str) -> int:
-        ids = self.postings.get(term)
-        return 0 if ids is None else len(ids)
+        pairs = self.postings.get(term)
+        return 0 if pairs is None else len(pairs) // 2
 
     def tf(self, i: int, term: str) -> int:
         """How often document i holds term (0: not at all)."""
-        ids = self.postings.get(term)
-        if ids is None:
+        pairs = self.postings.get(term)
+        if pairs is None:
             return 0
-        at = bisect_left(ids, i)
-        return self.counts[term][at] if at < len(ids) and ids[at] == i else 0
+        at = self._at(pairs, i)
+        return pairs[2 * at + 1] if 2 * at < len(pairs) and pairs[2 * at] == i else 0
 
     def idf(self, term: str) -> float:
         n = self.df(term)
@@ -139,8 +148,8 @@ class BM25:
         scores = np.zeros(len(self.lens))
         held = np.zeros(len(self.lens))
         for t in held_terms:  # in query order, each term's share added as the scalar loop did
-            ids = np.array(self.postings[t], dtype=np.intp)
-            f = np.array(self.counts[t], dtype=np.float64)
+            pairs = np.array(self.postings[t], dtype=np.uint32)  # a copy: the array may grow later
+            ids, f = pairs[0::2].astype(np.intp), pairs[1::2].astype(np.float64)
             scores[ids] += idf[t] * f * (self.k1 + 1) / (f + self._norm[ids])
             held[ids] += idf[t]
         hit = np.flatnonzero(scores > 0)
