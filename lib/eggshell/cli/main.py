@@ -547,12 +547,13 @@ def cmd_model_check(a, paths: Paths) -> int:
 
 
 def cmd_model(a, paths: Paths) -> int:
-    from eggshell.search.embed import Encoder, ModelError, default_model_dir, is_offline_default
+    from eggshell.search.embed import Encoder, ModelError, default_model_dir, is_offline_default, missing_file
 
     if is_offline_default(a.name):
         d = default_model_dir(paths.prefix)
-        if not os.path.isfile(os.path.join(d, "model.onnx")):
-            raise CliError("the offline default model is missing from %s; run ./install.sh" % d)
+        gone = missing_file(d)
+        if gone is not None:
+            raise CliError("the offline default model is missing from %s (no %s); run ./install.sh" % (d, gone))
         say("the offline default model is installed at %s (install.sh assembles it; nothing to download)" % d)
         return 0
     enc = Encoder(a.name, allow_download=True)

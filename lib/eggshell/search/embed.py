@@ -17,7 +17,7 @@ import numpy as np
 
 from eggshell.errors import EggshellError
 # Where the models live is known without numpy (a hook's SessionStart checks it): installed.py.
-from eggshell.search.installed import DEFAULT_MODEL, OFFLINE_MODELS as _OFFLINE, default_model_dir, downloaded_models_dir, is_offline_default  # noqa: F401 - re-exported
+from eggshell.search.installed import DEFAULT_MODEL, OFFLINE_MODELS as _OFFLINE, default_model_dir, downloaded_models_dir, is_offline_default, missing_file  # noqa: F401 - re-exported
 
 WINDOW = 254  # tokens per window: all-MiniLM was trained on 256 positions, less [CLS] and [SEP]
 OVERLAP = 32
@@ -137,8 +137,9 @@ class Encoder:
             kwargs["threads"] = self.threads
         if self.model in _OFFLINE:
             d = self.model_dir or default_model_dir()
-            if not os.path.isfile(os.path.join(d, "model.onnx")):
-                raise ModelError("the model %s is not installed at %s; run ./install.sh" % (self.model, d))
+            gone = missing_file(d)
+            if gone is not None:
+                raise ModelError("the model %s is not installed at %s (no %s); run ./install.sh" % (self.model, d, gone))
             name = _OFFLINE[self.model][0]
             try:
                 self._emb = TextEmbedding(name, specific_model_path=d, cache_dir=self.cache_dir or d, **kwargs)

