@@ -200,11 +200,12 @@ def _cold(host, payload: dict, st, paths: _paths.Paths, deadline: float, settle:
     import time
 
     from eggshell.runtime import turnflow
-    from eggshell.runtime.warm import Resources
+    from eggshell.runtime.warm import Resources, TooLargeCold
 
     effects: list = []
     box: dict = {}
     res = res or Resources(paths.data_root, paths.bin_dir, warm=False, log=turnflow._log(paths))
+    res.deadline = deadline  # what cannot be read by then is not started on (warm.TooLargeCold)
 
     def work() -> None:
         try:
@@ -222,6 +223,10 @@ def _cold(host, payload: dict, st, paths: _paths.Paths, deadline: float, settle:
     if t.is_alive():
         log_failure(paths, st.event, TimeoutError("no answer within the hook's budget; answered without memory"))
         return {}, None
+    res.deadline = None  # saving the sealed turn below has no deadline
+    if isinstance(box.get("error"), TooLargeCold):
+        log_failure(paths, st.event, box.pop("error"))  # no failure of ours: a big store, a manager still loading
+        box["reply"], effects[:] = {}, []
     if "error" in box:
         _failed(paths, st.event, box["error"])
         box["reply"], effects[:] = {}, []

@@ -454,6 +454,8 @@ def _status(paths: Paths, st: Step, res) -> dict:
     problem = store_problem(sel.write) if sel.write else None
     if problem is not None:  # each prompt of this chat would be refused before it is journaled
         return {"status": health.store_off(problem)}
+    from eggshell.runtime.warm import TooLargeCold
+
     try:
         n = res.turn_count(target)
     except EggError as e:  # every prompt's search fails on it, and no save lands
@@ -461,9 +463,14 @@ def _status(paths: Paths, st: Step, res) -> dict:
 
         log_failure(paths, st.event, e)
         return {"status": health.damaged_off(e, target)}
+    except TooLargeCold:  # a cold hook on a big store: the status still comes, without the count
+        n = None
     rel = os.path.relpath(target, cfg.project_root) if cfg.project_root else target
     doing = "recording this project" if sel.write else "reading, not recording (profile %s)" % sel.profile
-    line = "Eggshell: %s; %d prior turn%s in %s" % (doing, n, "" if n == 1 else "s", rel)
+    if n is None:
+        line = "Eggshell: %s in %s (too large to count before the manager has loaded it)" % (doing, rel)
+    else:
+        line = "Eggshell: %s; %d prior turn%s in %s" % (doing, n, "" if n == 1 else "s", rel)
     note = health.matcher_note(cfg, paths.prefix)
     return {"status": health.one_line(line + ("; " + note if note else "") + ".")}
 

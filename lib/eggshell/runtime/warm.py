@@ -34,6 +34,16 @@ QUERY_WINDOWS = 16  # windows a warm prompt embeds for stored turns not embedded
 MODEL_THREADS = 1  # the manager's model runs on the thread that asks, so a low-priority one embeds at low priority
 WARM_LOCK_S = 0.05  # a warm commit's wait for a store lock held elsewhere: the worker serves hooks; the journal keeps the turn
 BACKFILL_WINDOWS = 4  # windows embedded per step of the manager: a prompt waits at most for one step
+# How fast a cold process reads at best (4 Dec 2026, bench_scale: a snapshot 38 to 50 MB/s, a store
+# with its workspace and indexes about 15 MB/s): what it cannot read within its deadline even at
+# these rates it does not start on, and answers at once without memory, while the manager loads.
+SNAPSHOT_MB_S = 50.0
+STORE_MB_S = 15.0
+
+
+class TooLargeCold(EggshellError):
+    """A cold hook's stores (or their snapshot) cannot be read within its deadline: it answers
+    without memory now instead of at the deadline (a 100,000-turn store: 10 s for nothing)."""
 
 
 class NotGrown(EggshellError):
@@ -124,6 +134,7 @@ class Resources:
         self._tried: set[tuple[str, ...]] = set()
         self.freshness = Cache()  # the freshness checks' file reads, by (path, stat): a warm check is a stat
         self._ledger = None  # the trust ledger as last read (trust.load re-reads it only when it changed)
+        self.deadline: float | None = None  # cold, while answering: reading what cannot finish by then raises TooLargeCold
 
     # -- snapshots ----------------------------------------------------------------------
 
@@ -172,6 +183,7 @@ class Resources:
         path = self._snapshot_path(read)
         if not os.path.exists(path):
             return
+        self._in_time(path, SNAPSHOT_MB_S, "its snapshot")
         from eggshell.runtime.client import unsafe_dir
         snaps = os.path.dirname(path)
         why = unsafe_dir(os.path.dirname(snaps)) or unsafe_dir(snaps)
@@ -193,10 +205,26 @@ class Resources:
             for key, s in blob["searchers"].items():
                 self._searchers.setdefault(key, s)
 
+    def _in_time(self, path: str, mb_s: float, what: str) -> None:
+        """Raise TooLargeCold when reading `path` at `mb_s` cannot end before the deadline (if any)."""
+        if self.deadline is None:
+            return
+        import time
+
+        try:
+            need = os.path.getsize(path) / (mb_s * 1e6)
+        except OSError:
+            return  # a missing file is the reader's to report
+        left = self.deadline - time.monotonic()
+        if need > left:
+            raise TooLargeCold("%s of %s is %.0f MB: reading it takes %.0f s or more, and %.1f s are left; answered "
+                               "without memory while the manager loads it" % (what, path, os.path.getsize(path) / 1e6, need, max(0.0, left)))
+
     def store(self, path: str) -> Store:
         """The store at `path`, current: a cached one reads only what was appended."""
         s = self._stores.get(path)
         if s is None:
+            self._in_time(path, STORE_MB_S, "the store")
             s = self._stores[path] = Store.open(path)
         else:
             s.refresh()

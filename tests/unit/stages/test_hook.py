@@ -489,3 +489,21 @@ def test_process_without_any_python_environment_still_answers(env, tmp_path):
 def test_process_help_exits_0(env):
     r = env.run_bin("", "--help")
     assert r.returncode == 0 and "usage: egg-hook HOST" in r.stdout
+
+
+def test_a_cold_hook_does_not_start_on_a_store_it_cannot_read_in_time(env, monkeypatch):
+    """No manager, and a store too large to read within the budget (as a 100,000-turn one is at any
+    real rate): the prompt is answered at once without memory and the log says why, instead of
+    holding the agent for the whole budget; SessionStart still says what it records."""
+    from eggshell.runtime import warm
+
+    record_late_fee(env)
+    monkeypatch.setattr(warm, "STORE_MB_S", 1e-9)  # any store is too large at this rate
+    assert env.respond(env.prompt("how is the late_fee calculated?", turn="turn-2", session="sess-2")) == {}
+    logged = env.log_text()
+    assert "TooLargeCold" in logged and "reading it takes" in logged and "TimeoutError" not in logged
+    assert env.respond(env.ev("SessionStart", source="startup")) == {
+        "systemMessage": "Eggshell: recording this project in .eggs/work.egg (too large to count before the manager has loaded it)."}
+    monkeypatch.setattr(warm, "STORE_MB_S", 15.0)  # at the real rate the same store is small: memory again
+    ctx = env.respond(env.prompt("how is the late_fee calculated?", turn="turn-3", session="sess-3"))
+    assert LATE_FEE_ANSWER in ctx["hookSpecificOutput"]["additionalContext"]
