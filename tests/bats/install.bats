@@ -177,7 +177,7 @@ models_dir_is_clean() {
   first_install_ok
   cd "$MODEL_DIR"
   run -0 sha256sum -c "$REPO/lib/eggshell/models/$MODEL.sha256"
-  [ "$(find "$MODEL_DIR" -mindepth 1 | wc -l)" -eq 5 ]
+  [ "$(find "$MODEL_DIR" -mindepth 1 | wc -l)" -eq 6 ]
   cmp "$REPO/lib/eggshell/models/$MODEL.sha256" "$PREFIX/share/eggshell/models/$MODEL.sha256"
   models_dir_is_clean
 }
