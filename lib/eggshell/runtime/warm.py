@@ -212,13 +212,16 @@ class Resources:
         import time
 
         try:
-            need = os.path.getsize(path) / (mb_s * 1e6)
+            st = os.stat(path)
         except OSError:
             return  # a missing file is the reader's to report
+        # What is stored, not the apparent size: a sparse tail (a crash, a `truncate`) is not read (store.read_until_nul).
+        size = min(st.st_size, getattr(st, "st_blocks", st.st_size // 512 + 1) * 512)
+        need = size / (mb_s * 1e6)
         left = self.deadline - time.monotonic()
         if need > left:
             raise TooLargeCold("%s of %s is %.0f MB: reading it takes %.0f s or more, and %.1f s are left; answered "
-                               "without memory while the manager loads it" % (what, path, os.path.getsize(path) / 1e6, need, max(0.0, left)))
+                               "without memory while the manager loads it" % (what, path, size / 1e6, need, max(0.0, left)))
 
     def store(self, path: str) -> Store:
         """The store at `path`, current: a cached one reads only what was appended."""
