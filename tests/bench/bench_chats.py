@@ -28,7 +28,6 @@ import random
 import shutil
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,7 +37,7 @@ sys.path.insert(0, HERE)
 
 import realistic  # noqa: E402
 from bench_hook import hook_env, stop_manager, wait_manager  # noqa: E402
-from bench_load import Load, log_lines, pct  # noqa: E402
+from bench_load import Load, log_lines, parallel, pct  # noqa: E402
 from bench_scale import project  # noqa: E402
 
 HOOK = os.path.join(REPO, "bin", "egg-hook")
@@ -89,16 +88,6 @@ def storm(t: Load, base: dict, c: int, until: float, run_id: str) -> None:
                     tool_use_id="s%d" % n, tool_response=output(rng, "s%d_%d" % (c, n))))
         n += 1
     t.fire(dict(ev, hook_event_name="Stop", stop_hook_active=False, last_assistant_message="done"))
-
-
-def parallel(targets: list) -> float:
-    threads = [threading.Thread(target=fn, args=args) for fn, args in targets]
-    t = time.perf_counter()
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    return time.perf_counter() - t
 
 
 def summary(name: str, t: Load, wall: float, status: dict, unanswered: int) -> None:

@@ -100,13 +100,18 @@ class Load:
             turn += 1
 
     def run(self) -> float:
-        threads = [threading.Thread(target=self.client, args=(c,)) for c in range(self.a.clients)]
-        t = time.perf_counter()
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        return time.perf_counter() - t
+        return parallel([(self.client, (c,)) for c in range(self.a.clients)])
+
+
+def parallel(targets: list) -> float:
+    """Run each (function, args) on its own thread at once; the wall time until all are done."""
+    threads = [threading.Thread(target=fn, args=args) for fn, args in targets]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return time.perf_counter() - t
 
 
 def manager(egg_bin: str, env: dict, op: str) -> dict | None:

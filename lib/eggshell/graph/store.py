@@ -26,7 +26,7 @@ from eggshell.errors import EggshellError
 from eggshell.graph import eggfile as ef
 from eggshell.core.identity import content_hex, resolve_key
 from eggshell.paths import fsync_dir, fsync_fd, private_dir, refusal, untrusted
-from eggshell.core.values import Apply, Atom, Op, ShapeError, Value, union_admissible, walk
+from eggshell.core.values import Apply, Atom, Op, Ref, ShapeError, Value, union_admissible, walk
 
 LOCK_TIMEOUT_S = 30.0
 
@@ -331,8 +331,6 @@ def _record_of(nid: str, v: Value) -> ef.NodeRecord:
 
 def _build(rec: ef.NodeRecord, get: Callable[[str], Value | None], where: str, n: int) -> Value:
     """The Value of a node record whose children `get` holds, its shape and id checked."""
-    from eggshell.core.values import Ref
-
     if rec.op is None:
         v: Value = Atom(rec.atom)
     else:

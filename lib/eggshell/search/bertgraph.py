@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 
 from eggshell.errors import EggshellError
@@ -212,8 +213,6 @@ def write(model_dir: str, out_name: str = "model.onnx") -> str:
     The file is written under another name and renamed, so a reader never sees half of it;
     the same inputs always give the same bytes (install.sh checks them against a manifest).
     """
-    import os
-
     weights, cfg = os.path.join(model_dir, "model.safetensors"), os.path.join(model_dir, "config.json")
     try:
         with open(weights, "rb") as f:

@@ -260,10 +260,10 @@ class Passages:
         self._docs.extend(docs)
         self.avgdl = self.total / self.n if self.n else 0.0
 
-    def remove(self, i: int) -> None:
-        """Take document i out of the line statistics; it scores nothing after."""
-        df = self.df
-        for ts in self._docs[i].lines():
+    def remove(self, i: int) -> Coded:
+        """Take document i out of the line statistics (it scores nothing after); its line terms."""
+        df, doc = self.df, self._docs[i]
+        for ts in doc.lines():
             if ts:
                 self.n -= 1
                 self.total -= len(ts)
@@ -272,6 +272,7 @@ class Passages:
         self.avgdl = self.total / self.n if self.n else 0.0
         self.texts[i] = ""
         self._docs[i] = _EMPTY
+        return doc
 
     def best(self, query: list[str], docs: list[int]) -> list[tuple[int, float]]:
         """(document, best line score) for these documents, best first; zero scores left out.

@@ -163,8 +163,7 @@ class Searcher:
         candidates = list(self.candidates)
         for i in gone:
             self._terms.pop(candidates[i]["text"], None)
-            self._bm25.remove(i, vocab.flat(passages._docs[i]))
-            passages.remove(i)
+            self._bm25.remove(i, vocab.flat(passages.remove(i)))
             candidates[i] = {"id": candidates[i]["id"], "text": ""}  # a blank text: the semantic side scores it never
         self._terms.update((c["text"], d) for c, d in zip(items, per_doc))
         self._bm25.extend([vocab.flat(d) for d in per_doc])
