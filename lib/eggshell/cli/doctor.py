@@ -367,19 +367,29 @@ def check_store_trust(c: Checkup) -> tuple[str, str] | None:
 
 
 def check_quarantine(c: Checkup) -> tuple[str, str] | None:
-    """Events no turn could store are kept aside; the user should know they exist (and may delete them)."""
+    """What could not be stored is kept aside; the user should know it exists: whole turns (a
+    warning: `egg recover` may save them now) and single events (a note: read, then delete)."""
     from eggshell.runtime import quarantine
 
+    said, level = [], None
+    held = quarantine.held_turns(c.paths.data_root)
+    if held:
+        level = "WARN"
+        said.append("%d turn%s could not be saved and %s kept whole in %s (last reason: %s): run `egg recover`, which "
+                    "saves what it can and says why for the rest" % (len(held), "" if len(held) == 1 else "s",
+                                                                     "is" if len(held) == 1 else "are",
+                                                                     quarantine.turns_dir(c.paths.data_root), held[-1].reason))
     q = quarantine.path(c.paths.data_root)
     try:
         with open(q, "rb") as f:
             n = sum(1 for _ in f)
     except OSError:
-        return None
-    if n == 0:
-        return None
-    return "note", ("%d hook event%s could not be stored and %s kept in %s (the rest of each turn was recorded): "
+        n = 0
+    if n:
+        level = level or "note"
+        said.append("%d hook event%s could not be stored and %s kept in %s (the rest of each turn was recorded): "
                     "read it, then delete it" % (n, "" if n == 1 else "s", "is" if n == 1 else "are", q))
+    return (level, "; ".join(said)) if said else None
 
 
 def check_telemetry_leftover(c: Checkup) -> tuple[str, str] | None:

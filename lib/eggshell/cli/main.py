@@ -290,6 +290,41 @@ def cmd_fsck(a, paths: Paths) -> int:
     return status
 
 
+def cmd_recover(a, paths: Paths) -> int:
+    """Save the turns the save queue kept aside (quarantine/turns/) again; exit 1 if any stays."""
+    from eggshell.graph.commitindex import AppendStore
+    from eggshell.paths import store_problem
+    from eggshell.runtime import quarantine
+    from eggshell.runtime.commits import recover
+    from eggshell.runtime.turnflow import resolver
+
+    held = quarantine.held_turns(paths.data_root)
+    if not held:
+        say("no quarantined turns in %s" % quarantine.turns_dir(paths.data_root))
+        return 0
+    if a.list:
+        for h in held:
+            say("%s  turn %s  %s\n  why: %s" % (h.path, h.why.get("turn"), h.why.get("time") or "", h.reason))
+        say("%s quarantined; `egg recover` saves what can be saved now" % count(len(held), "turn"))
+        return 0
+    opened: dict[str, object] = {}
+
+    def store_for(path: str):
+        if path not in opened:
+            why = store_problem(path)
+            if why is not None:
+                raise UnsafePath(why)
+            opened[path] = AppendStore.open(path)
+        return opened[path]
+
+    done = recover(paths.data_root, store_for, resolver(paths))
+    for r in done:
+        say("%s: turn %s: %s" % (os.path.basename(r.path), r.turn, r.why))
+    left = sum(1 for r in done if not r.saved)
+    say("%s saved, %s left in %s" % (count(len(done) - left, "turn"), count(left, "turn"), quarantine.turns_dir(paths.data_root)))
+    return 1 if left else 0
+
+
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
@@ -737,6 +772,13 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("fsck", help="check .egg files; exit 1 on damage (nothing is ever repaired)")
     s.add_argument("files", nargs="+", metavar="FILE")
     s.set_defaults(fn=cmd_fsck)
+
+    s = sub.add_parser("recover", help="save again the turns the save queue kept aside (egg doctor counts them); exit 1 if any stays",
+                       description="A turn that could not be saved is never deleted: it is kept whole in the data root's "
+                                   "quarantine/turns/ with the reason. This saves each one again, exactly as the save queue "
+                                   "would, and removes the copy of each that reached its store.")
+    s.add_argument("--list", action="store_true", help="only list the quarantined turns and why each was kept aside")
+    s.set_defaults(fn=cmd_recover)
 
     s = sub.add_parser("compact", help="rewrite a store without duplicate or orphan lines (atomic)")
     s.add_argument("files", nargs="+", metavar="FILE")

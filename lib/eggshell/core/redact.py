@@ -386,13 +386,47 @@ def redact_payload(payload: dict, rules: Rules = BUILTIN) -> dict:
     return payload
 
 
+# A turn record's fields that are structure, not content: never rewritten, so redaction cannot
+# make a record that capture accepted uncompilable (a tool name cut by the scan limit once lost
+# whole turns), and a fingerprint is kept exactly as it was taken.
+RECORD_STRUCTURAL = frozenset(("session", "turn", "cwd"))
+TOOL_STRUCTURAL = frozenset(("name", "id", "observed"))
+# What a capped text can grow past SCAN_CAP by: the marks capture put in (PAST_CAP and the
+# withheld rest of its payload). A save-time budget this much larger never cuts again what
+# capture already cut, so a journaled record comes out of redact_record unchanged.
+SAVE_SLACK = 4096
+
+
 def redact_record(record):
-    """A turn record (turns.py: egg-save's input) with its prompt, tools and answer redacted by the
-    built-in rules, base64 payloads made placeholders first, as for a live payload."""
+    """A turn record (turns.py: egg-save's input) redacted by the built-in rules, as capture would.
+
+    Each unit capture redacted on its own (the prompt, each tool call's input and output, the
+    answer) has its own scan budget here too, never one budget for the whole turn: a turn of six
+    1 MB outputs is as ordinary as one. Structural fields (session, turn, cwd; a tool's name, id
+    and fingerprint) are left exactly as they are. Base64 payloads become placeholders first.
+    """
     if not isinstance(record, dict):
         return record
-    budget = [SCAN_CAP]
-    return {k: (v if k in ("session", "turn", "cwd") else _walk(without_binary(v), (), budget)) for k, v in record.items()}
+    out = {}
+    for k, v in record.items():
+        if k in RECORD_STRUCTURAL:
+            out[k] = v
+        elif k == "tools" and isinstance(v, list):
+            out[k] = [_record_tool(t) for t in v]
+        else:
+            out[k] = _walk(without_binary(v), (), [SCAN_CAP + SAVE_SLACK])
+    return out
+
+
+def _record_tool(tool):
+    if not isinstance(tool, dict):
+        return tool  # the turn compiler names what is wrong with it
+    budget = [SCAN_CAP + SAVE_SLACK]
+    out = {}
+    for k in sorted(tool, key=lambda k: k == "output"):  # as at capture: the output is scanned last
+        v = tool[k]
+        out[k] = v if k in TOOL_STRUCTURAL else _walk(without_binary(v), (), budget)
+    return {k: out[k] for k in tool}  # the record's own key order
 
 
 def _walk(v, extra, budget, key=None):

@@ -120,19 +120,56 @@ def tool_problem(ev: dict) -> str | None:
 
 
 def capped_output(output: object) -> object:
-    """A tool output of at most OUTPUT_CHARS characters plus a line saying what was cut.
+    """A tool output of at most OUTPUT_CHARS characters of text, with a line saying what was cut.
 
     Cut before anything is journaled, sent to the manager or matched, so a 50 MB log costs
-    what 1 MB does; a terminal-shaped output keeps its text, anything else its JSON text.
+    what 1 MB does. A terminal-shaped output keeps its text; anything else keeps its shape,
+    cut where its strings pass the limit (containers after the cut are emptied), so redaction
+    still reads each string as the tool gave it: cut as JSON text, a `"password": "..."`
+    became `\\"password\\": \\"...\\"`, which no rule reads as a key and its value.
     """
     text = terminal_text(output)
     if text is None:
         why, chars = measure(output)
         if why is not None or chars <= OUTPUT_CHARS:
             return output  # small, or quarantined anyway
-        import ujson
-
-        text = ujson.dumps(output, ensure_ascii=False, escape_forward_slashes=False, sort_keys=True)
+        return _Cut(OUTPUT_CHARS, chars).value(output)
     if len(text) <= OUTPUT_CHARS:
         return output
     return text[:OUTPUT_CHARS] + TRUNCATED % (OUTPUT_CHARS, len(text))
+
+
+class _Cut:
+    """Walks a structured output in order, keeping strings (and keys) until `left` runs out."""
+
+    __slots__ = ("left", "total", "marked")
+
+    def __init__(self, left: int, total: int):
+        self.left, self.total, self.marked = left, total, False
+
+    def value(self, v: object) -> object:
+        if isinstance(v, str):
+            return self._text(v)
+        if isinstance(v, list):
+            out = []
+            for x in v:
+                if self.marked:
+                    break
+                out.append(self.value(x))
+            return out
+        if isinstance(v, dict):
+            out = {}
+            for k, x in v.items():
+                if self.marked:
+                    break
+                self.left -= min(self.left, len(k))
+                out[k] = self.value(x)
+            return out
+        return v
+
+    def _text(self, s: str) -> str:
+        if len(s) <= self.left:
+            self.left -= len(s)
+            return s
+        kept, self.left, self.marked = self.left, 0, True
+        return s[:kept] + TRUNCATED % (OUTPUT_CHARS, self.total)

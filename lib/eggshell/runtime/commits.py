@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from eggshell.errors import EggshellError
 from eggshell.runtime.journal import Journal, bad_tools, sealed, turn_record
 from eggshell.graph.save import save_turn
 from eggshell.graph.turns import TurnError
@@ -53,7 +54,8 @@ def settle(journal: Journal, path: str, store_for: Callable[[str], object],
 
     `store_for(path)` gives the Store to write (a warm process passes its own, kept current);
     `resolve(cwd)` gives (write egg, root) for a journal written before turns carried their target.
-    A tool event no turn can store is left out of the commit and quarantined when the file goes.
+    A tool event no turn can store is left out of the commit and quarantined when the file goes;
+    a sealed turn whose record cannot be saved at all moves whole to quarantine/turns/.
     """
     events = journal.read_file(path)
     seal = sealed(events)
@@ -63,15 +65,24 @@ def settle(journal: Journal, path: str, store_for: Callable[[str], object],
     write, root, named = target(events)
     if not named and resolve is not None:
         write, root = resolve(record.get("cwd") or "")
-    committed, index = False, ()
+    committed, index, failed = False, (), None
     if write is not None and (record["tools"] or record["answer"] is not None):
+        store = store_for(write)  # a store that cannot be opened now raises: the file stays for the next pass
         try:
-            saved = save_turn(store_for(write), record, root)
-        except TurnError:
-            saved = None  # nothing storable (a malformed event): the seal still empties the queue
+            saved = save_turn(store, record, root)
+        except TurnError as e:  # the record itself is at fault: no retry fixes it
+            saved, failed = None, str(e)
         if saved is not None and saved.commit_id is not None:
             committed, index = True, tuple(saved.index)
     removable = seal is not None and (write is not None or not journal.is_current(path) or _age(path) > KEEP_READ_ONLY_S)
+    if removable and failed is not None:  # never deleted: moved whole, with why, for `egg recover`
+        from eggshell.runtime import quarantine
+
+        where = quarantine.keep_turn(_data_root(journal), path, record.get("session"), record.get("turn"), write, failed)
+        log("save queue: turn %s could not be saved (%s); the whole turn is kept in %s: see `egg doctor`, then `egg recover`"
+            % (record.get("turn"), failed, where))
+        _tidy(path)
+        return Settled(path, False, True)
     if removable:
         if write is not None:  # a read-only turn keeps nothing once it leaves
             _quarantine(journal, events, record, log)
@@ -80,13 +91,16 @@ def settle(journal: Journal, path: str, store_for: Callable[[str], object],
     return Settled(path, committed, removable, index)
 
 
+def _data_root(journal: Journal) -> str:
+    return os.path.dirname(os.path.abspath(journal.root))
+
+
 def _quarantine(journal: Journal, events: list[dict], record: dict, log: Callable[[str], None]) -> None:
     """Before a turn's file leaves the queue, keep the events no turn can store for the user."""
     from eggshell.runtime import quarantine
 
     for ev, why in bad_tools(events):
-        data_root = os.path.dirname(os.path.abspath(journal.root))
-        where = quarantine.add(data_root, record.get("session"), record.get("turn"), "journal", why, quarantine.payload_text(ev))
+        where = quarantine.add(_data_root(journal), record.get("session"), record.get("turn"), "journal", why, quarantine.payload_text(ev))
         log("save queue: a tool event of turn %s: %s; kept in %s, the rest of the turn was saved" % (record.get("turn"), why, where))
 
 
@@ -138,3 +152,47 @@ def _tidy(path: str) -> None:
         os.rmdir(d)
     except OSError:
         pass  # a prompt wrote here meanwhile: it stays
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    path: str  # the quarantined file
+    turn: object
+    saved: bool  # its turn is in a store now (committed now, or found already there); the copy was removed
+    why: str  # what happened, in a line
+
+
+def recover(data_root: str, store_for: Callable[[str], object], resolve=None) -> list[Recovered]:
+    """Save the quarantined turns again (quarantine.keep_turn put them aside); each one that
+    reaches its store leaves quarantine, each one that does not stays, with the reason now.
+
+    A turn is saved exactly as the save queue would (save_turn), so a fix to the code that
+    failed it is all it takes; a commit is idempotent, so a turn already stored costs nothing.
+    """
+    from eggshell.runtime import quarantine
+
+    out = []
+    for held in quarantine.held_turns(data_root):
+        events = Journal(os.path.dirname(held.path)).read_file(held.path)
+        record = turn_record(events)
+        if record is None:
+            out.append(Recovered(held.path, held.why.get("turn"), False, "no prompt in the file: nothing to save from it"))
+            continue
+        write, root, named = target(events)
+        if not named and resolve is not None:
+            write, root = resolve(record.get("cwd") or "")
+        if write is None:
+            out.append(Recovered(held.path, record.get("turn"), False, "no store to write: the project is not recorded now"))
+            continue
+        try:
+            saved = save_turn(store_for(write), record, root)
+        except TurnError as e:
+            out.append(Recovered(held.path, record.get("turn"), False, "still cannot be saved: %s" % e))
+            continue
+        except (OSError, EggshellError) as e:
+            out.append(Recovered(held.path, record.get("turn"), False, "%s: %s (try again)" % (write, e)))
+            continue
+        held.release()
+        out.append(Recovered(held.path, record.get("turn"), True,
+                             "saved to %s" % write if saved.commit_id is not None else "already in %s" % write))
+    return out

@@ -10,12 +10,19 @@ one JSON object per line, and the rest of its turn is recorded as usual:
 be parsed, cut at events.OUTPUT_CHARS characters), so every line reads back as JSON
 whatever the event held. The file is `<data root>/quarantine/events.ndjson`, 0600 in a
 0700 directory; nothing reads it but the user, and it can be deleted at any time.
+
+A whole turn that could not be saved (its record fails to compile, or the save hits
+something no retry fixes) is never deleted from the save queue: its journal file moves,
+byte for byte, to `<data root>/quarantine/turns/NAME.ndjson`, with `NAME.why` beside it (one
+JSON object: time, session, turn, store, why). `egg recover` saves what can be saved again
+and leaves the rest, saying why; `egg doctor` counts both kinds.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+from dataclasses import dataclass
 
 import ujson
 
@@ -24,6 +31,7 @@ from eggshell.log import append_whole
 from eggshell.paths import private_dir
 
 FILE = os.path.join("quarantine", "events.ndjson")
+TURNS = os.path.join("quarantine", "turns")
 
 
 def path(data_root: str) -> str:
@@ -61,3 +69,83 @@ def add(data_root: str, session: object, turn: object, event: object, why: str, 
     finally:
         os.close(fd)
     return p
+
+
+def turns_dir(data_root: str) -> str:
+    return os.path.join(data_root, TURNS)
+
+
+def _json_line(rec: dict) -> bytes:
+    try:
+        return (ujson.dumps(rec, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (ujson.dumps(rec, ensure_ascii=True, escape_forward_slashes=False) + "\n").encode("ascii")
+
+
+def keep_turn(data_root: str, journal_file: str, session: object, turn: object, store: object, why: str) -> str:
+    """Move a journaled turn's file into quarantine/turns/ with its reason; the new path.
+
+    The reason is written (and fsynced) first and the file moved after, by rename within the
+    data root, so at every instant the turn exists whole in one of the two places.
+    Raises OSError (the file then stays in the queue).
+    """
+    d = private_dir(turns_dir(data_root))
+    base = "%s-%s" % (os.path.basename(os.path.dirname(journal_file)), os.path.basename(journal_file)[: -len(".ndjson")])
+    name, n = base, 1
+    while os.path.lexists(os.path.join(d, name + ".ndjson")):
+        n += 1
+        name = "%s.%d" % (base, n)
+    rec = {"time": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "session": session, "turn": turn,
+           "store": store, "why": why}
+    why_path = os.path.join(d, name + ".why")
+    fd = os.open(why_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        append_whole(fd, _json_line(rec), why_path)
+    finally:
+        os.close(fd)
+    dest = os.path.join(d, name + ".ndjson")
+    os.rename(journal_file, dest)
+    return dest
+
+
+@dataclass(frozen=True, slots=True)
+class HeldTurn:
+    """One quarantined turn: its journal file and why it was kept aside (a dict, possibly empty)."""
+
+    path: str
+    why: dict
+
+    @property
+    def reason(self) -> str:
+        w = self.why.get("why")
+        return w if isinstance(w, str) and w else "no reason recorded"
+
+    def release(self) -> None:
+        """Remove the quarantined copy: only once its turn is in a store."""
+        for p in (self.path, self.path[: -len(".ndjson")] + ".why"):
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+
+
+def held_turns(data_root: str) -> list[HeldTurn]:
+    """The quarantined turns, oldest first."""
+    d = turns_dir(data_root)
+    try:
+        names = sorted(n for n in os.listdir(d) if n.endswith(".ndjson"))
+    except OSError:
+        return []
+    out = []
+    for n in names:
+        p = os.path.join(d, n)
+        why: dict = {}
+        try:
+            with open(p[: -len(".ndjson")] + ".why", "rb") as f:
+                v = ujson.loads(f.readline() or b"{}")
+            why = v if isinstance(v, dict) else {}
+        except (OSError, ValueError):
+            pass
+        out.append(HeldTurn(p, why))
+    out.sort(key=lambda h: (str(h.why.get("time") or ""), h.path))
+    return out
