@@ -13,6 +13,10 @@ answer into a standing.Standing):
 - a directory: one digest over its entries (recursive, or one level for `ls`): a clean
   tracked file by its blob id, any other file by its stat;
 - a named path that does not exist (`cat src/new.py` failed): that it is absent;
+- the way to any of these when it is not plain (a symbolic link on it, anywhere: the named
+  file, a parent component, a chain; or a `..`): the path as named and a keyed digest of the
+  links followed and their targets (links.py). A retargeted link is a changed input, even to
+  a file with the same bytes: the read now reads another file;
 - the repository HEAD, and for `git` commands HEAD as an input of its own.
 
 Whatever cannot be fingerprinted is recorded as unknown, never guessed: a path outside the
@@ -36,7 +40,9 @@ import os
 import stat as _stat
 import struct
 
-VERSION = 1
+from eggshell.reuse import links
+
+VERSION = 2  # 2: the way to each input ("l" entries); a version 1 fingerprint never saw it, so is never verified
 FILE_CAP = 1 << 20  # bytes of one file hashed; a larger one is fingerprinted by its stat alone
 BYTES = 4 << 20  # bytes read per call (file contents and the git index)
 ENTRIES = 4000  # directory entries looked at per call
@@ -596,27 +602,24 @@ def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | Non
     unknown = list(need.unknown)
     existing: set = set()  # the commands one of whose operands exists
     now = _now_ns()
+    rel_cwd = inside(probe.root, os.path.realpath(cwd))
+    where = (cwd, rel_cwd)
     for (path, mode), group in zip(need.paths, need.groups):
-        e = _observe_path(probe, path, mode, now)
-        if e is None:
-            continue  # absent and outside the project: not an input
-        if e[0] != "a":
+        got = _observe_path(probe, path, mode, now, where)
+        if got and got[-1][0] not in "al":  # (an "l" alone: a link out of the project to nothing)
             existing.add(group)
-        entries.append(e)
+        entries.extend(got)  # []: absent and outside the project, not an input
     for group, at, mode in need.defaults:
         if group in existing:
             continue
         if not at:
             g = probe.git()
             at = g[0] if g else root
-        e = _observe_path(probe, at, mode, now)
-        if e is not None:
-            entries.append(e)
+        entries.extend(_observe_path(probe, at, mode, now, where))
     if need.git:
         entries.append(["h", probe.head()])
     if not entries and not unknown:
         unknown.append("the call names no input")
-    rel_cwd = inside(probe.root, os.path.realpath(cwd))
     fp = {"v": VERSION, "at": when, "head": probe.head(), "cwd": rel_cwd, "key": key_id(key), "in": entries}
     if need.git:
         fp["git"] = True  # what git shows depends on the index too: a staged change is a change
@@ -640,21 +643,68 @@ def inside(root: str, real: str) -> str | None:
     return None
 
 
-def _observe_path(probe: Probe, path: str, mode: str, now: int) -> list | None:
-    """One input's entry: ["f", ...], ["d", ...], ["a", rel], ["u", what, why]; None: not an input."""
-    real = os.path.realpath(path)
+def _observe_path(probe: Probe, path: str, mode: str, now: int, where: tuple) -> list:
+    """One input's entries: its way when it is not plain (["l", ...]), then ["f", ...], ["d", ...],
+    ["a", rel] or ["u", what, why]; []: not an input (absent outside the project)."""
+    named = _named(probe.root, path, where)
+    got = links.walk(probe.root, named) if named is not None else links.walk("/", path)
+    if got is None:
+        return [["u", named or "", "a loop of links"]]
+    real, met = got
     rel = inside(probe.root, real)
+    way: list = []
+    if named is None:
+        if (met or ".." in path.split("/")) and rel is not None:
+            return [["u", rel, "named through a path outside the project"]]  # its way cannot be stored: no absolute path is
+    elif met or _plain(named) != rel:
+        way = [["l", named, rel, _way_id(probe, met)]]
     try:
         st = os.stat(real)
     except OSError:
-        return None if rel is None else ["a", rel]
+        return way if rel is None else way + [["a", rel]]
     if rel is None:
-        return ["u", "", "outside the project"]  # no absolute path is stored (egg-format.md)
+        return [["u", "", "outside the project"]]  # no absolute path is stored (egg-format.md)
     if _stat.S_ISREG(st.st_mode):
-        return _file_entry(probe, real, rel, st, now)
+        return way + [_file_entry(probe, real, rel, st, now)]
     if _stat.S_ISDIR(st.st_mode):
-        return _dir_entry(probe, real, rel, mode, now)
-    return ["u", rel, "not a file or directory"]
+        return way + [_dir_entry(probe, real, rel, mode, now)]
+    return [["u", rel, "not a file or directory"]]
+
+
+def _named(root: str, path: str, where: tuple) -> str | None:
+    """`path` relative to the project root as the call named it (links and `..` kept: they are
+    followed, not read), or None when the call named it from outside the project.
+
+    A path under the call's cwd (as the host gave it, perhaps through a link of its own) is
+    named from the cwd's real place: the cwd itself is compared on its own (`check`).
+    """
+    cwd, rel_cwd = where
+    base = cwd.rstrip("/")
+    if rel_cwd is not None and (path == cwd or path.startswith(base + "/")):
+        tail = path[len(base):].strip("/")
+        if rel_cwd == ".":
+            return tail or "."
+        return rel_cwd + "/" + tail if tail else rel_cwd
+    if path == root or path.startswith(root.rstrip("/") + "/"):
+        return path[len(root.rstrip("/")):].strip("/") or "."
+    return None
+
+
+def _plain(named: str) -> str:
+    """A named path without its `.` components and repeated slashes (they lead nowhere else)."""
+    return "/".join(c for c in named.split("/") if c not in ("", ".")) or "."
+
+
+def _way_id(probe: Probe, met: list) -> str | None:
+    """A keyed digest of the links followed, in order, and their targets: a link's target may be
+    an absolute path, which a store shared through git must not carry (egg-format.md). None: no key."""
+    if probe.key is None:
+        return None
+    h = hashlib.blake2b(digest_size=20, key=probe.key, person=b"eggshell.links")
+    for path, target in met:
+        h.update(b"%s\0%s\0" % ((inside(probe.root, path) or path).encode("utf-8", "surrogateescape"),
+                               target.encode("utf-8", "surrogateescape")))
+    return "k:" + h.hexdigest()
 
 
 def _file_entry(probe: Probe, real: str, rel: str, st: os.stat_result, now: int) -> list:
@@ -757,10 +807,12 @@ def check(fp: object, probe: Probe, cwd: str | None = None) -> tuple[str, list]:
     `cwd` (project-relative) is where the new call runs: a call recorded elsewhere read
     other paths (`rg foo src` in another directory), so it is not verified.
     """
-    if not isinstance(fp, dict) or fp.get("v") != VERSION or not isinstance(fp.get("in"), list):
+    if not isinstance(fp, dict) or fp.get("v") not in (1, VERSION) or not isinstance(fp.get("in"), list):
         return UNKNOWN, []
     changed: list = []
-    unknown = bool(fp.get("unknown")) or (cwd is not None and fp.get("cwd") != cwd)
+    # Version 1 did not record the way to its inputs: a link on it may have been retargeted since,
+    # so it is never verified (an input it names that changed is still named).
+    unknown = bool(fp.get("unknown")) or (cwd is not None and fp.get("cwd") != cwd) or fp.get("v") != VERSION
     key_ok = fp.get("key") is not None and fp.get("key") == key_id(probe.key)
     for e in fp["in"]:
         try:
@@ -782,6 +834,8 @@ def _check_entry(probe: Probe, e: list, key_ok: bool, git: bool) -> str:
         return UNKNOWN
     if kind == "h":
         return VERIFIED if e[1] is not None and probe.head() == e[1] else (UNKNOWN if e[1] is None else CHANGED)
+    if kind == "l":
+        return _check_way(probe, e, key_ok)
     rel = e[1]
     if not isinstance(rel, str) or rel.startswith("/") or ".." in rel.split("/"):
         return UNKNOWN
@@ -804,6 +858,19 @@ def _check_entry(probe: Probe, e: list, key_ok: bool, git: bool) -> str:
         d = _digest(probe, path, rel, e[2], None, [], set(e[5]))
         return UNKNOWN if d is None else (VERIFIED if d[0] == e[3] else CHANGED)
     return UNKNOWN
+
+
+def _check_way(probe: Probe, e: list, key_ok: bool) -> str:
+    """The named path still leads where it led, by the same links with the same targets."""
+    _, named, rel, way = e[:4]
+    if not isinstance(named, str) or named.startswith("/") or way is None or not key_ok:
+        return UNKNOWN
+    got = links.walk(probe.root, named)
+    if got is None:
+        return CHANGED  # a loop now: it led somewhere when it was recorded
+    if inside(probe.root, got[0]) != rel or _way_id(probe, got[1]) != way:
+        return CHANGED
+    return VERIFIED
 
 
 def _check_file(probe: Probe, path: str, rel: str, st: os.stat_result, e: list, key_ok: bool, git: bool) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -278,3 +279,110 @@ def test_only_reads_and_shell_calls_are_fingerprinted(env):
     env.respond(env.tool("cat " + INVOICE, INVOICE_TEXT, turn="e1", use="c-1", session_id="chat-e"))
     events = [e for e in Journal(env.paths.journal_dir).read("chat-e", "e1") if e.get("event") == "tool"]
     assert ["observed" in e for e in events] == [False, True]
+
+
+# -- links: the way to a file is an input too (issue 31 item 4) --------------------------------
+
+SAME_TIME = 1_700_000_000_000_000_000  # two files the same size with the same mtime: only the bytes tell them apart
+ALPHA, BRAVO = "rate = alpha\n", "rate = bravo\n"
+
+
+def same_stat(env: Env, *rels: str) -> None:
+    for rel in rels:
+        os.utime(os.path.join(env.project, rel), ns=(SAME_TIME, SAME_TIME))
+
+
+def link(env: Env, rel: str, target: str) -> None:
+    """`ln -sfn target rel`: a new link put in place of the old one in one rename, as ln does."""
+    path = os.path.join(env.project, rel)
+    tmp = path + ".new"
+    os.symlink(target, tmp)
+    os.replace(tmp, path)
+
+
+@pytest.fixture
+def linked(env):
+    """Files and directories that differ only in their bytes, and committed links to them."""
+    write(env, "a.txt", ALPHA)
+    write(env, "b.txt", BRAVO)
+    write(env, "c.txt", ALPHA)  # the same bytes as a.txt, elsewhere
+    write(env, "v1/notes.txt", ALPHA)
+    write(env, "v2/notes.txt", BRAVO)
+    same_stat(env, "a.txt", "b.txt", "c.txt", "v1/notes.txt", "v2/notes.txt")
+    return env
+
+
+def test_a_retargeted_link_is_not_denied_with_the_old_content(linked):
+    """The red team's case: two files of the same size and mtime, a committed link to one, `cat`
+    of the link recorded, the link retargeted to the other: the next chat's `cat` runs."""
+    env = linked
+    link(env, "current.txt", "a.txt")
+    git(env, "add", "-A")
+    git(env, "commit", "-qm", "link")
+    assert chat1(env, "cat current.txt") == ALPHA
+    link(env, "current.txt", "b.txt")
+    git(env, "commit", "-qam", "retarget")
+    assert run(env, "cat current.txt") == BRAVO
+    reply = pre(env, "cat ./current.txt")
+    assert denied(reply) is None  # the old output is not handed over as verified
+    s = judged(env, "cat current.txt")
+    assert s.inputs == CHANGED and s.changed == ("current.txt",) and not s.may_complete
+
+
+# (name, links made before chat 1, the command, what changes after it)
+LINKED = {
+    "file link": ([("current.txt", "a.txt")], "cat current.txt", lambda env: link(env, "current.txt", "b.txt")),
+    "directory link": ([("docs", "v1")], "grep -rn rate docs", lambda env: link(env, "docs", "v2")),
+    "directory link, ls": ([("docs", "v1")], "ls -la docs/", lambda env: (link(env, "docs", "v2"), write(env, "v2/more.txt", "x\n"))),
+    "link in a parent component": ([("notes", "v1")], "cat notes/notes.txt", lambda env: link(env, "notes", "v2")),
+    "a chain of two links, the second retargeted": ([("stable.txt", "a.txt"), ("latest.txt", "stable.txt")], "cat latest.txt", lambda env: link(env, "stable.txt", "b.txt")),
+    "a chain of two links, the first retargeted": ([("stable.txt", "a.txt"), ("latest.txt", "stable.txt")], "cat latest.txt", lambda env: link(env, "latest.txt", "b.txt")),
+    "relative target through ..": ([("sub/rates.txt", "../a.txt")], "cat sub/rates.txt", lambda env: link(env, "sub/rates.txt", "../b.txt")),
+    "absolute target": ([("current.txt", "{project}/a.txt")], "cat current.txt", lambda env: link(env, "current.txt", env.project + "/b.txt")),
+    "a link to a link's directory": ([("notes", "v1"), ("rates.txt", "notes/notes.txt")], "cat rates.txt", lambda env: link(env, "notes", "v2")),
+    "the same bytes at another path": ([("current.txt", "a.txt")], "cat current.txt", lambda env: link(env, "current.txt", "c.txt")),
+    "a dangling link now leads somewhere": ([("current.txt", "gone.txt")], "cat current.txt", lambda env: link(env, "current.txt", "b.txt")),
+    "a link replaced by the file it pointed at": ([("current.txt", "a.txt")], "cat current.txt", lambda env: (
+        os.unlink(os.path.join(env.project, "current.txt")), shutil.copy2(os.path.join(env.project, "a.txt"), os.path.join(env.project, "current.txt")))),
+    "a link replaced by a file, then edited": ([("current.txt", "a.txt")], "cat current.txt", lambda env: (
+        os.unlink(os.path.join(env.project, "current.txt")), write(env, "current.txt", BRAVO), same_stat(env, "current.txt"))),
+}
+
+
+def make_links(env: Env, links) -> None:
+    for rel, target in links:
+        os.makedirs(os.path.dirname(os.path.join(env.project, rel)), exist_ok=True)
+        os.symlink(target.format(project=env.project), os.path.join(env.project, rel))
+    git(env, "add", "-A")
+    git(env, "commit", "-qm", "links")
+
+
+@pytest.mark.parametrize("case", sorted(LINKED))
+def test_a_changed_way_to_the_input_is_a_change(linked, case):
+    """Whatever changes where the named path leads (the link itself, a parent component, either link
+    of a chain, a relative or absolute target) is a change, even when the bytes it now leads to are
+    the same: the read reads another file now (a retarget is a change, as issue 31 says)."""
+    env = linked
+    links, command, change = LINKED[case]
+    make_links(env, links)
+    before = chat1(env, command)
+    change(env)
+    assert run(env, command) != before or case in ("the same bytes at another path", "a link replaced by the file it pointed at")
+    assert denied(pre(env, command)) is None
+    s = judged(env, command)
+    assert s.inputs == CHANGED and not s.may_complete
+
+
+@pytest.mark.parametrize("case", sorted(LINKED))
+def test_an_unchanged_way_to_the_input_is_still_verified(linked, case):
+    """The same links, untouched (or put back with the same target): verified and denied as a plain
+    file is, so reuse through links is not simply turned off."""
+    env = linked
+    links, command, _ = LINKED[case]
+    make_links(env, links)
+    before = chat1(env, command)
+    for rel, target in links:
+        link(env, rel, target.format(project=env.project))  # `ln -sfn` with the same target: not a retarget
+    reason = denied(pre(env, command))
+    assert reason is not None and quoted(before) in reason
+    assert judged(env, command).inputs == VERIFIED
