@@ -16,6 +16,7 @@ from hypothesis import given, strategies as st
 
 from eggshell.reuse import commands
 from eggshell.reuse import fingerprint as fpm
+from eggshell.reuse import links
 from eggshell.reuse.fingerprint import CHANGED, UNKNOWN, VERIFIED, Budget, Probe, check, needs, observe
 
 
@@ -151,6 +152,113 @@ def test_a_worktree_finds_its_own_head(repo, tmp_path):
     git(wt, "add", "side.txt")
     git(wt, "commit", "-qm", "side")
     assert Probe(str(wt)).head() == git(wt, "rev-parse", "HEAD").strip() != Probe(str(repo)).head()
+
+
+# -- links: the way to an input (issue 31 item 4) --------------------------------------------------
+
+KEY = b"k" * 32
+
+
+def linked_tree(root) -> None:
+    """Two files alike but for their bytes, and links to them of every kind."""
+    (root / "v1").mkdir(parents=True)
+    (root / "v2").mkdir()
+    for rel, text in (("a.txt", "alpha\n"), ("b.txt", "bravo\n"), ("v1/n.txt", "alpha\n"), ("v2/n.txt", "bravo\n")):
+        (root / rel).write_text(text)
+        os.utime(root / rel, ns=(10**18, 10**18))
+    for rel, target in (("file.lnk", "a.txt"), ("dir.lnk", "v1"), ("chain.lnk", "file.lnk"), ("abs.lnk", str(root / "a.txt")),
+                        ("v1/up.lnk", "../a.txt"), ("dangling.lnk", "gone.txt"), ("out.lnk", "/nonexistent/eggshell/x"),
+                        ("loop1.lnk", "loop2.lnk"), ("loop2.lnk", "loop1.lnk")):
+        os.symlink(target, root / rel)
+
+
+def retarget(path, target) -> None:
+    os.symlink(target, str(path) + ".new")
+    os.replace(str(path) + ".new", path)
+
+
+@pytest.mark.parametrize("name", ["a.txt", "./a.txt", "file.lnk", "chain.lnk", "abs.lnk", "dir.lnk/n.txt", "dir.lnk/up.lnk",
+                                  "dir.lnk/../b.txt", "v1/../dir.lnk/./n.txt", "dangling.lnk", "gone/x/../y", "out.lnk", ".."])
+def test_the_walk_leads_where_realpath_does(tmp_path, name):
+    linked_tree(tmp_path)
+    real, met = links.walk(str(tmp_path), name)
+    assert real == os.path.realpath(os.path.join(tmp_path, name))
+    assert [os.path.basename(p) for p, _ in met] == [c for c in ("chain.lnk", "file.lnk", "abs.lnk", "dir.lnk", "up.lnk", "dangling.lnk",
+                                                                  "out.lnk") if c in name or (c == "file.lnk" and "chain" in name)]
+
+
+def test_the_walk_stops_at_a_loop(tmp_path):
+    linked_tree(tmp_path)
+    assert links.walk(str(tmp_path), "loop1.lnk") is None
+
+
+def test_only_a_way_that_is_not_plain_is_recorded(tmp_path):
+    """A plain path costs what it did: its own entry, no way (the check's realpath sees a link appear on it)."""
+    linked_tree(tmp_path)
+    kinds = {cmd: [e[0] for e in observe("Bash", {"command": cmd}, str(tmp_path), str(tmp_path), KEY, "T")["in"]]
+             for cmd in ("cat ./a.txt", "cat v1//n.txt", "cat file.lnk", "cat v1/../a.txt", "cd dir.lnk && cat n.txt", "ls dir.lnk")}
+    assert kinds == {"cat ./a.txt": ["f"], "cat v1//n.txt": ["f"], "cat file.lnk": ["l", "f"], "cat v1/../a.txt": ["l", "f"],
+                     "cd dir.lnk && cat n.txt": ["l", "f"], "ls dir.lnk": ["l", "d"]}
+
+
+@pytest.mark.parametrize("command, link, target", [
+    ("cat file.lnk", "file.lnk", "b.txt"),
+    ("cat chain.lnk", "file.lnk", "b.txt"),
+    ("cat abs.lnk", "abs.lnk", "{root}/b.txt"),
+    ("cd dir.lnk && cat n.txt", "dir.lnk", "v2"),
+    ("grep -rn alpha dir.lnk", "dir.lnk", "v2"),
+    ("cat dir.lnk/up.lnk", "v1/up.lnk", "../b.txt"),
+    ("cat dangling.lnk", "dangling.lnk", "b.txt"),
+    ("cat a.txt out.lnk", "out.lnk", "b.txt"),  # a link out of the project to nothing is an input too
+])
+def test_a_retarget_is_named_as_a_change(tmp_path, command, link, target):
+    linked_tree(tmp_path)
+    fp = observe("Bash", {"command": command}, str(tmp_path), str(tmp_path), KEY, "T")
+    assert check(fp, Probe(str(tmp_path), KEY)) == (VERIFIED, [])
+    retarget(tmp_path / link, target.format(root=tmp_path))
+    state, changed = check(fp, Probe(str(tmp_path), KEY))
+    assert state == CHANGED and changed[0].endswith(command.split()[-1])  # the way as named, e.g. dir.lnk/n.txt
+
+
+def test_a_loop_is_unknown(tmp_path):
+    linked_tree(tmp_path)
+    fp = observe("Bash", {"command": "cat loop1.lnk"}, str(tmp_path), str(tmp_path), KEY, "T")
+    assert fp["in"][0][0] == "u" and check(fp, Probe(str(tmp_path), KEY))[0] == UNKNOWN
+
+
+def test_a_path_named_through_a_link_outside_the_project_is_unknown(tmp_path):
+    """`cat /elsewhere/alias/a.txt`: the way passes a link whose place no fingerprint may store."""
+    root = tmp_path / "proj"
+    linked_tree(root)
+    os.symlink(root, tmp_path / "alias")
+    fp = observe("Bash", {"command": "cat %s/alias/a.txt" % tmp_path}, str(root), str(root), KEY, "T")
+    assert [e[0] for e in fp["in"]] == ["u"] and check(fp, Probe(str(root), KEY))[0] == UNKNOWN
+    # the host's cwd itself may be such a path: it is compared on its own, and reuse still works
+    fp = observe("Bash", {"command": "cat file.lnk"}, str(tmp_path / "alias"), str(root), KEY, "T")
+    assert fp["cwd"] == "." and check(fp, Probe(str(root), KEY), ".") == (VERIFIED, [])
+
+
+def test_the_way_is_kept_private_and_checked_with_its_key(tmp_path):
+    """A link's absolute target is not stored (a store travels through git); another data root's key cannot check it."""
+    import json
+
+    linked_tree(tmp_path)
+    fp = observe("Bash", {"command": "cat abs.lnk"}, str(tmp_path), str(tmp_path), KEY, "T")
+    assert str(tmp_path) not in json.dumps(fp)
+    assert check(fp, Probe(str(tmp_path), b"j" * 32))[0] == UNKNOWN
+    assert check(observe("Bash", {"command": "cat abs.lnk"}, str(tmp_path), str(tmp_path), None, "T"), Probe(str(tmp_path)))[0] == UNKNOWN
+
+
+def test_a_version_1_fingerprint_is_never_verified_but_still_names_a_change(tmp_path):
+    """One recorded before the way was: it cannot show a link on it was not retargeted since."""
+    linked_tree(tmp_path)
+    fp = observe("Bash", {"command": "cat file.lnk v1/n.txt"}, str(tmp_path), str(tmp_path), KEY, "T")
+    old = dict(fp, v=1, **{"in": [e for e in fp["in"] if e[0] != "l"]})  # what version 1 recorded
+    assert check(fp, Probe(str(tmp_path), KEY)) == (VERIFIED, [])
+    assert check(old, Probe(str(tmp_path), KEY)) == (UNKNOWN, [])
+    (tmp_path / "v1" / "n.txt").write_text("ALPHA\n")
+    assert check(old, Probe(str(tmp_path), KEY)) == (CHANGED, ["v1/n.txt"])
+    assert check(dict(fp, v=3), Probe(str(tmp_path), KEY)) == (UNKNOWN, [])  # a later version is not guessed at
 
 
 # -- the key ------------------------------------------------------------------------------------
