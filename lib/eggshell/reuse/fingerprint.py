@@ -59,6 +59,11 @@ READS_CWD = frozenset({"rg", "ag", "ack", "ls", "tree", "find", "du"})
 GREPS = frozenset({"grep", "egrep", "fgrep"})  # they read the working directory only with -r
 SKIPS_HIDDEN = frozenset({"rg", "ag", "ls", "tree"})  # dot entries are not read unless asked for
 SHALLOW = frozenset({"ls"})  # one level, unless -R
+# Programs that follow the links they meet inside a directory they walk, and the option that makes them:
+# (short letter, long option). What such a link leads to is read but is no entry of the walk: unknown.
+FOLLOWS = {"grep": ("R", "--dereference-recursive"), "egrep": ("R", "--dereference-recursive"), "fgrep": ("R", "--dereference-recursive"),
+           "rg": ("L", "--follow"), "ag": ("f", "--follow"), "find": ("L", "-follow"), "ls": ("L", "--dereference"),
+           "tree": ("l", None), "du": ("L", "--dereference")}
 SKIPS_BINARY = frozenset({"rg", "ag"})  # binary files met while walking are not searched, unless asked for
 # Names that are always binary (their first bytes hold a NUL, which is how rg tells): not inputs of a walk that skips binaries.
 BINARY_SUFFIXES = (".pyc", ".pyo", ".o", ".so", ".class", ".png", ".jpg", ".jpeg", ".zip", ".jar", ".whl")
@@ -280,6 +285,8 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
     mode = ("1" if prog in SHALLOW and not any("R" in o for o in opts if not o.startswith("--")) else "r") + ("h" if _hidden(prog, opts) else "")
     if prog in SKIPS_BINARY and not opts & {"-a", "--text", "--binary", "-uuu", "--search-zip", "-z"}:
         mode += "b"
+    if _follows(prog, opts):
+        mode += "L"
     redirect = None
     operands = 0
     past = False  # after `--`, every word is an operand
@@ -315,6 +322,16 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
         elif prog == "git" and sub in GIT_TREE:
             need.defaults.append((group, "", mode))
     return cwd
+
+
+def _follows(prog: str, opts: set) -> bool:
+    """Whether the program follows links inside the directories it walks (FOLLOWS)."""
+    short, long = FOLLOWS.get(prog, (None, None))
+    if short is None:
+        return False
+    if prog == "find":
+        return bool(opts & {"-L", "-follow"})  # no clusters: `-name` is one option
+    return any(o == long or (not o.startswith("--") and short in o[1:]) for o in opts)
 
 
 def _hidden(prog: str, opts: set) -> bool:
@@ -722,13 +739,16 @@ def _file_entry(probe: Probe, real: str, rel: str, st: os.stat_result, now: int)
 def _dir_entry(probe: Probe, real: str, rel: str, mode: str, now: int) -> list:
     racy: list = []
     d = _digest(probe, real, rel, mode, now, racy, None)
+    if d is False:
+        return ["u", rel, "a walk that follows the links it meets"]
     if d is None:
         return ["u", rel, "a directory past the budget of %d entries or %d bytes" % (ENTRIES, BYTES)]
     return ["d", rel, mode, d[0], d[1], racy]
 
 
 def _digest(probe: Probe, real: str, rel: str, mode: str, now: int | None, racy: list, hashed: set | None):
-    """(hex digest, entry count) of a directory's entries, or None past the budget.
+    """(hex digest, entry count) of a directory's entries; None past the budget; False: a link met
+    by a walk that follows links (mode "L": what it leads to is read, and is not digested here).
 
     Observing (`now` given) notes in `racy` the files changed too recently for their stat
     to be trusted, whose content is digested instead; checking (`hashed`) digests the
@@ -764,6 +784,8 @@ def _digest(probe: Probe, real: str, rel: str, mode: str, now: int | None, racy:
                 st = e.stat(follow_symlinks=False)
             except OSError:
                 continue
+            if "L" in mode and _stat.S_ISLNK(st.st_mode):
+                return False
             line = _dir_line(probe, e.path, name, st, tracked, base, index, now, racy, hashed)
             if line is None:
                 return None
@@ -856,7 +878,7 @@ def _check_entry(probe: Probe, e: list, key_ok: bool, git: bool) -> str:
         if not _stat.S_ISDIR(st.st_mode):
             return CHANGED
         d = _digest(probe, path, rel, e[2], None, [], set(e[5]))
-        return UNKNOWN if d is None else (VERIFIED if d[0] == e[3] else CHANGED)
+        return UNKNOWN if not d else (VERIFIED if d[0] == e[3] else CHANGED)
     return UNKNOWN
 
 

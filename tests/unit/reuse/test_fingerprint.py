@@ -220,6 +220,26 @@ def test_a_retarget_is_named_as_a_change(tmp_path, command, link, target):
     assert state == CHANGED and changed[0].endswith(command.split()[-1])  # the way as named, e.g. dir.lnk/n.txt
 
 
+def test_a_walk_that_follows_links_notes_it():
+    modes = {cmd: needs("Bash", {"command": cmd}, "/p").paths[-1][1] for cmd in
+             ("grep -rn x src", "grep -Rn x src", "grep --dereference-recursive x src", "rg -L x src", "rg --follow x src", "rg -l x src",
+              "find -L src", "find src -follow", "find src -name x", "ls -lL src", "ls -la src", "du -sL src", "ag -f x src")}
+    assert {c for c, m in modes.items() if "L" in m} == {"grep -Rn x src", "grep --dereference-recursive x src", "rg -L x src",
+                                                          "rg --follow x src", "find -L src", "find src -follow", "ls -lL src",
+                                                          "du -sL src", "ag -f x src"}
+
+
+def test_a_walk_that_follows_a_link_it_meets_is_unknown(tmp_path):
+    linked_tree(tmp_path)
+    follows = observe("Bash", {"command": "grep -Rn alpha v1"}, str(tmp_path), str(tmp_path), KEY, "T")
+    skips = observe("Bash", {"command": "grep -rn alpha v1"}, str(tmp_path), str(tmp_path), KEY, "T")
+    plain = observe("Bash", {"command": "grep -Rn alpha v2"}, str(tmp_path), str(tmp_path), KEY, "T")  # no link in v2
+    assert [e[0] for e in follows["in"]][-1] == "u" and check(follows, Probe(str(tmp_path), KEY))[0] == UNKNOWN
+    assert check(skips, Probe(str(tmp_path), KEY))[0] == VERIFIED and check(plain, Probe(str(tmp_path), KEY))[0] == VERIFIED
+    os.symlink("../a.txt", tmp_path / "v2" / "new.lnk")
+    assert check(plain, Probe(str(tmp_path), KEY))[0] != VERIFIED
+
+
 def test_a_loop_is_unknown(tmp_path):
     linked_tree(tmp_path)
     fp = observe("Bash", {"command": "cat loop1.lnk"}, str(tmp_path), str(tmp_path), KEY, "T")

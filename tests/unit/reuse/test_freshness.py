@@ -386,3 +386,20 @@ def test_an_unchanged_way_to_the_input_is_still_verified(linked, case):
     reason = denied(pre(env, command))
     assert reason is not None and quoted(before) in reason
     assert judged(env, command).inputs == VERIFIED
+
+
+def test_a_walk_that_follows_links_is_never_verified_by_the_directory_alone(linked):
+    """`grep -R` reads what a link inside the directory leads to, outside the digest of that directory:
+    an edit there is unseen, so such a walk that meets a link is unknown; `grep -r` skips the link, and
+    is verified and denied as before."""
+    env = linked
+    make_links(env, [("rates/current.txt", "../a.txt")])
+    write(env, "rates/base.txt", "rate = base\n")
+    assert "alpha" in chat1(env, "grep -Rn rate rates")
+    assert "alpha" not in chat1(env, "grep -rn rate rates", session="chat-1b")
+    write(env, "a.txt", BRAVO)
+    same_stat(env, "a.txt")
+    assert denied(pre(env, "grep -Rn rate rates")) is None
+    assert judged(env, "grep -Rn rate rates").inputs == UNKNOWN
+    assert denied(pre(env, "grep -rn rate rates", session="chat-3")) is not None
+    assert judged(env, "grep -rn rate rates").inputs == VERIFIED
