@@ -5,7 +5,8 @@ fingerprint.py fingerprint). Before a prior output may stand in for a new call, 
 checks those fingerprints against the project as it is now and says how the outcome
 stands (standing.Standing: `recorded`, `commit`, `inputs`, `changed`). A changed input
 is named; no fingerprint (an older or imported record, a call that named no file, an
-input outside the project or past the budget) is unknown. Neither may complete a call:
+input outside the project or past the budget) is unknown, and so is one from before the way to
+each input (the links followed to it) was recorded: a link on it may have been retargeted since. Neither may complete a call:
 only VERIFIED may (and only with the trust judge's consent: standing.judges).
 
 A `Cache` (one per process: warm.Resources holds it) keeps content ids by (path, stat)

@@ -3,7 +3,9 @@
 Requirements (issue 11 §1): the operands a read names are found from its command line
 (quotes, `cd`, globs, redirections) and anything only a shell could resolve is unknown;
 the git index is read as git itself lists it (`git ls-files -s`); past the budget a
-directory is unknown, never guessed; the key that hashes untracked files is private.
+directory is unknown, never guessed; the key that hashes untracked files is private; the way
+to an input (every link followed, with its target) is part of it (issue 31 item 4), kept private
+by the key, and a fingerprint from before it was is never verified.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ through the journal and the turn record into the store; PreToolUse re-checks it,
 changed input (a tracked file edited and committed, an untracked file, a new file in a read
 directory, a deleted file) or an unknown one (a record without a fingerprint, an input
 outside the project) never denies; an unchanged one denies as before, also after HEAD moved
-for other reasons. Every call here really runs (cat, grep, ls) in a real git repository, and
+for other reasons. A retargeted link on the way to an input (the file, a parent component, a
+chain; issue 31 item 4) is a change too, even to the same bytes; the same links untouched are
+still verified and denied. Every call here really runs (cat, grep, ls) in a real git repository, and
 its real output is what the hook records.
 """
 
