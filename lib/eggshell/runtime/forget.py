@@ -16,9 +16,11 @@ What is forgotten (docs/privacy.md#deleting-data says the same to users):
   output, its session, turn, call ids and working directory) contains TEXT, case-sensitive.
 
 A tombstone names only content ids. Purging then removes every node only forgotten
-roots reach, and every copy the data root holds: the journal files of those turns, the
-vector-cache windows cut from any text those turns ever had, the last handoff of a chat
-that mentions them, and the warm manager's snapshots.
+roots reach, and every copy the data root holds: the journal files of those turns (an
+open one is marked forgotten, so its Stop saves nothing), their quarantined turns and
+events and the log lines holding their texts (copies.py), the vector-cache windows cut
+from any text those turns ever had, the last handoff of a chat that mentions them, and
+the warm manager's snapshots.
 """
 
 from __future__ import annotations
@@ -225,26 +227,42 @@ class Purged:
     windows: int
     segments: int
     snapshots: int
+    quarantined: int = 0  # quarantined turns removed and quarantined event lines dropped
+    log_lines: int = 0  # lines of hook.log, run/manager.log and the matcher trace
 
 
 def purge_data_root(paths, f: Forgotten, log: Callable[[str], None]) -> Purged:
-    """Remove what the data root holds of forgotten turns (see the module docstring)."""
+    """Remove what the data root holds of forgotten turns (see the module docstring).
+
+    A forgotten turn still open in its chat is marked forgotten in the journal rather than
+    deleted (journal.py says why); the journal, the quarantine and the logs are swept
+    as `egg forget` sweeps them (copies.py).
+    """
     from eggshell.runtime.chat import scrub
-    from eggshell.runtime.journal import Journal
+    from eggshell.runtime.copies import Needles, sweep
+    from eggshell.runtime.journal import Journal, forgotten, sealed
     from eggshell.search.vectors import purge, vectors_root
 
     journal = Journal(paths.journal_dir)
     removed = 0
     for session, turn in sorted(f.turns):
         p = journal.turn_path(session, turn)
+        events = journal.read_file(p)
+        if events and journal.is_current(p) and sealed(events) is None:
+            if not forgotten(events):
+                journal.mark_forgotten(p)
+                removed += 1
+            continue
         try:
             os.unlink(p)
             removed += 1
         except FileNotFoundError:
             pass
+    swept = sweep(paths.data_root, paths.journal_dir, Needles.forgotten(f.texts | f.keys, f.turns), log)
     chats = scrub(paths.state_dir, f.mentions, log)
     windows, segments = purge(vectors_root(paths.data_root), f.window_dropper(), log) if f.forms or f.texts else (0, 0)
-    return Purged(removed, chats, windows, segments, remove_snapshots(paths.data_root))
+    return Purged(removed + len(swept.journal), chats, windows, segments, remove_snapshots(paths.data_root),
+                  swept.quarantined, swept.log_lines)
 
 
 def remove_snapshots(data_root: str) -> int:
