@@ -312,7 +312,7 @@ def _scrub_chats(paths: Paths, stores: list[Store], match: str | None = None) ->
 
     gone = Forgotten.of([s.graph for s in stores])
     if match is None:
-        _say_swept(_sweep(paths, Needles.forgotten(gone.texts | gone.keys, gone.turns)))
+        _say_swept(_sweep(paths, Needles.forgotten(gone.texts | gone.keys, gone.whole)))
     pages = view.drop_pages(paths)  # `egg view` pages hold copies of recorded text
     if pages:
         say("deleted %d `egg view` page%s under the data root (they held copies; run `egg view` again)" % (pages, "" if pages == 1 else "s"))

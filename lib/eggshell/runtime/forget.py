@@ -152,6 +152,7 @@ class Forgotten:
     texts: frozenset[str] = frozenset()  # their texts (MENTION_MIN or longer)
     turns: frozenset[tuple[str, str]] = frozenset()  # (session, turn) of turns with forgotten roots
     forms: tuple[str, ...] = ()  # every searchable text those turns ever had
+    whole: frozenset[tuple[str, str]] = frozenset()  # (session, turn) of turns forgotten whole, not a call of them
 
     @staticmethod
     def of(graphs: list[Graph]) -> "Forgotten":
@@ -159,7 +160,12 @@ class Forgotten:
         texts: set[str] = set()
         turns: set[tuple[str, str]] = set()
         forms: list[str] = []
+        whole: set[tuple[str, str]] = set()
         for g in graphs:
+            for sid, tid in g.forgotten_turns:
+                s, t = g.nodes.get(sid), g.nodes.get(tid)
+                if isinstance(s, Atom) and isinstance(t, Atom):
+                    whole.add((_text(s), _text(t)))
             for nid in g.forgotten() | set(g.hidden):
                 keys.add(display_key(nid))
                 v = g.nodes[nid]
@@ -171,7 +177,7 @@ class Forgotten:
                 if isinstance(s, Atom) and isinstance(t, Atom):
                     turns.add((_text(s), _text(t)))
             forms.extend(_forms(g, pairs))
-        return Forgotten(frozenset(keys), frozenset(texts), frozenset(turns), tuple(dict.fromkeys(forms)))
+        return Forgotten(frozenset(keys), frozenset(texts), frozenset(turns), tuple(dict.fromkeys(forms)), frozenset(whole))
 
     def mentions(self, s: str) -> bool:
         return bool(s) and (any(k in s for k in self.keys) or any(t in s for t in self.texts))
@@ -248,17 +254,17 @@ def purge_data_root(paths, f: Forgotten, log: Callable[[str], None]) -> Purged:
     for session, turn in sorted(f.turns):
         p = journal.turn_path(session, turn)
         events = journal.read_file(p)
-        if events and journal.is_current(p) and sealed(events) is None:
-            if not forgotten(events):
+        if events and journal.is_current(p) and sealed(events) is None:  # still open in its chat
+            if (session, turn) in f.whole and not forgotten(events):
                 journal.mark_forgotten(p)
                 removed += 1
-            continue
+            continue  # only a call of it forgotten: its save leaves that call out (the store's tombstone)
         try:
             os.unlink(p)
             removed += 1
         except FileNotFoundError:
             pass
-    swept = sweep(paths.data_root, paths.journal_dir, Needles.forgotten(f.texts | f.keys, f.turns), log)
+    swept = sweep(paths.data_root, paths.journal_dir, Needles.forgotten(f.texts | f.keys, f.whole), log)
     chats = scrub(paths.state_dir, f.mentions, log)
     windows, segments = purge(vectors_root(paths.data_root), f.window_dropper(), log) if f.forms or f.texts else (0, 0)
     return Purged(removed + len(swept.journal), chats, windows, segments, remove_snapshots(paths.data_root),

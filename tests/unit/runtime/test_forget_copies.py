@@ -1,0 +1,183 @@
+"""Issue 31.2: `egg forget` and `egg compact --purge` reach every copy, not only the stores.
+
+A red team found the text of a forgotten turn left in quarantine/events.ndjson, in the
+journal of an open chat (its prompt held it) and of a `private`-profile chat, and when the
+open chat's turn ended it was back in the store and in a new chat's handoff. Here, through
+the hooks' own path (helpers.hooks.answer_here) and the CLI in-process:
+
+  1. the acceptance test: a canary sent through every place (the stored turn's prompt, tool
+     output or answer; an open chat; a private chat; a quarantined event and turn; an `egg view`
+     page; hook.log, run/manager.log and the matcher trace; a warm manager's snapshot), then
+     `egg forget` (by --match or by key) and `egg compact --purge`: no file under the data
+     root or the project holds it; then the open chat's Stop (which repeats it) and a new
+     chat asking about it: it is in no store, no handoff and no file;
+  2. the pieces: a journaled turn marked forgotten keeps nothing of its later calls and Stop;
+     `egg recover` never saves a forgotten quarantined turn; forgetting one tool call of an
+     open turn keeps the rest of that turn; a log line or quarantined event that does not
+     hold the text is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import replace
+
+import pytest
+
+from eggshell.cli import main as egg_main
+from eggshell.graph.records import turn_views
+from eggshell.graph.store import Store
+from eggshell.runtime import quarantine
+from eggshell.runtime.chat import Chat
+from eggshell.runtime.commits import settle_all
+from eggshell.runtime.journal import Journal
+from helpers.hook_env import Env
+
+CANARY = "CANARY-31b2-every-copy"
+OTHER = "the docker build needs a fresh lockfile"
+
+
+def files_holding(needle: str, *roots: str) -> list[str]:
+    """Every regular file under these directories (symlinks not followed) whose bytes hold `needle`."""
+    out = []
+    for root in roots:
+        for d, _, names in os.walk(root):
+            for n in names:
+                p = os.path.join(d, n)
+                if stat.S_ISREG(os.lstat(p).st_mode):
+                    with open(p, "rb") as f:
+                        if needle.encode() in f.read():
+                            out.append(os.path.relpath(p, root))
+    return sorted(out)
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    e = Env(tmp_path)
+    for k in list(os.environ):
+        if k.startswith(("EGGSHELL_", "CODEX_")):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("EGGSHELL_PREFIX", e.prefix)
+    monkeypatch.setenv("EGGSHELL_DATA_ROOT", e.data)
+    monkeypatch.setenv("CODEX_HOME", e.paths.codex_home)
+    monkeypatch.chdir(e.project)
+    return e
+
+
+def egg(capsys, *args: str) -> tuple[int, str, str]:
+    rc = egg_main.main(list(args))
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def append_line(path: str, line: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+def stored_turn(where: str) -> tuple[str, list[tuple[str, str]], str]:
+    """The turn of an earlier chat that holds the canary in its prompt, a tool output or its answer."""
+    prompt = "where is the deploy token %s read?" % CANARY if where == "prompt" else "where is the deploy token read?"
+    out = "deploy.py:9: # the deploy name is %s\n" % CANARY if where == "tool" else "deploy.py:9: # the deploy name\n"
+    answer = "it is %s, read in deploy.py" % CANARY if where == "answer" else "in deploy.py, line 9"
+    return prompt, [("grep -rn deploy .", out)], answer
+
+
+def quarantined_turn(env: Env, session: str, turn: str, text: str) -> None:
+    """A whole turn the save queue could not save, as quarantine.keep_turn leaves it."""
+    j = Journal(os.path.join(env.data, "held-journal"))
+    j.append(session, turn, {"event": "prompt", "session": session, "turn": turn, "cwd": env.project, "prompt": text,
+                             "write": env.egg, "root": env.project})
+    j.append(session, turn, {"event": "stop", "answer": "noted", "why": "Stop"})
+    quarantine.keep_turn(env.data, j.turn_path(session, turn), session, turn, env.egg, "injected: could not be saved")
+
+
+def context(reply: dict) -> str:
+    return reply.get("hookSpecificOutput", {}).get("additionalContext", "") if isinstance(reply, dict) else ""
+
+
+# -- 1. the acceptance test -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+@pytest.mark.parametrize("where", ["prompt", "tool", "answer"])
+@pytest.mark.parametrize("how", ["match", "key"])
+def test_forget_and_purge_reach_every_copy_and_a_later_stop_brings_nothing_back(env, capsys, how, where, warm):
+    from eggshell.runtime.warm import Resources
+
+    prompt, tools, answer = stored_turn(where)
+    env.record_turn(prompt, tools, answer, session="sess-0", turn="t-s")
+    env.record_turn("why does the docker build fail?", [("docker build .", "error: lockfile is stale\n")], OTHER,
+                    session="sess-k", turn="t-k")
+    (s_view,) = [v for v in env.views() if v.session == "sess-0"]
+
+    # An open chat: its prompt and a tool output hold the canary; its Stop comes after the purge.
+    o = dict(session_id="sess-open")
+    env.respond(env.prompt("what is %s used for?" % CANARY, "t-o", **o))
+    env.respond(env.tool("grep -rn %s ." % CANARY, "deploy.py:9: # the deploy name is %s\n" % CANARY, "t-o", "c-o", **o))
+    if warm or how == "key":  # a manager's pass saves an open turn's calls as they come (as interrupted)
+        settle_all(Journal(env.paths.journal_dir), Store.open, log=lambda m: None)
+        assert any(v.session == "sess-open" for v in env.views())
+    data_root_places = ["journal/"]
+    if how == "match":  # never in a store: no key names them
+        Chat(env.paths.state_dir, "sess-priv").update(lambda c: replace(c, profile="private"))
+        env.respond(env.prompt("keep this off the record: %s" % CANARY, "t-p", session_id="sess-priv"))
+        env.respond(env.tool("cat NOTES", "call it %s\n" % CANARY, "t-p", "c-p", session_id="sess-priv"))
+        quarantined_turn(env, "sess-q", "t-q", "rotate %s tonight" % CANARY)
+        data_root_places.append("quarantine/turns/")
+    # A quarantined event of the stored turn, and log lines quoting what it held.
+    held = prompt if where == "prompt" else tools[0][1] if where == "tool" else answer
+    quarantine.add(env.data, "sess-0", "t-s", "PostToolUse", "input nested too deep", quarantine.payload_text({"output": held}))
+    append_line(env.log, "2026-12-06T07:00:00Z PostToolUse ValueError: bad output %s" % held)
+    append_line(os.path.join(env.data, "run", "manager.log"), "manager: slow prompt %s" % held)
+    append_line(os.path.join(env.data, "semantic", "matcher-trace.jsonl"), json.dumps({"query": held, "hits": 1}))
+    append_line(env.log, "2026-12-06T07:00:01Z a line about something else")
+    data_root_places += ["quarantine/events.ndjson", "logs/hook.log", "run/manager.log", "semantic/matcher-trace.jsonl"]
+
+    # A new chat is handed the stored turn; the page of `egg view`; a warm manager's snapshot.
+    reply = env.respond(env.prompt("where is the deploy token read?", "t-n", session_id="sess-h"))
+    if where != "tool":  # an output whose files changed since is not handed over
+        assert CANARY in context(reply) and CANARY in Chat(env.paths.state_dir, "sess-h").load().last_handoff
+        data_root_places.append("state/chats/")
+    assert egg(capsys, "view")[0] == 0
+    data_root_places.append("view/")
+    if warm:
+        res = Resources(env.data, env.paths.bin_dir, warm=True)
+        res.workspace((env.egg,))
+        res.turn_count(env.egg)
+        assert res.save_snapshots() == 1
+        data_root_places.append("run/snapshots/")
+    held_by = files_holding(CANARY, env.data, env.project)
+    for place in data_root_places:
+        assert any(h.startswith(place) for h in held_by), (place, held_by)
+    assert ".eggs/work.egg" in held_by
+
+    if how == "match":
+        rc, out, err = egg(capsys, "forget", "--match", CANARY)
+    else:
+        keys = [s_view.key] + [v.key for v in env.views() if v.session == "sess-open"]
+        for key in keys:
+            rc, out, err = egg(capsys, "forget", key)
+            assert rc == 0, err
+    assert rc == 0, err
+    assert CANARY not in out
+    rc, out, err = egg(capsys, "compact", "--purge", env.egg)
+    assert rc == 0, err
+    assert files_holding(CANARY, env.data, env.project) == []
+
+    # The open chat's turn ends, repeating the canary; a new chat asks about it.
+    env.respond(env.tool("cat deploy.py", "# named %s\n" % CANARY, "t-o", "c-o2", **o))
+    assert env.respond(env.stop("it is %s, the deploy token" % CANARY, "t-o", **o)) == {}
+    env.respond(env.stop("kept off the record: %s" % CANARY, "t-p", session_id="sess-priv"))
+    settle_all(Journal(env.paths.journal_dir), Store.open, log=lambda m: None)  # what a manager's next pass does
+    rc, out, err = egg(capsys, "recover")
+    reply = env.respond(env.prompt("what is %s used for?" % CANARY.split("-")[0], "t-z", session_id="sess-z"))
+    assert CANARY not in context(reply)
+    assert CANARY not in Chat(env.paths.state_dir, "sess-z").load().last_handoff
+    assert not any(CANARY in (v.prompt + (v.answer or "") + "".join(t.outcome for t in v.tools)) for v in env.views())
+    assert files_holding(CANARY, env.data, env.project) == []
+    assert [v.session for v in turn_views(Store.open(env.egg).graph)] == ["sess-k"]  # the rest stays
+    assert egg(capsys, "fsck", env.egg)[0] == 0
