@@ -235,7 +235,7 @@ def cmd_forget(a, paths: Paths) -> int:
 
         swept = _sweep(paths, Needles.matching(a.match))  # turns not in a store yet: open, private, quarantined
         plans = [(s, forget.by_match(s.graph, a.match)) for s in stores]
-        held = _journaled_turns(stores, swept.journal)
+        held = _journaled_turns(stores, swept.journal + swept.held)
         plans = [(s, t + [h for h in held.get(s.path, []) if not any(set(h.turns) & set(x.turns) for x in t)]) for s, t in plans]
         if not any(t for _, t in plans) and not (swept.journal or swept.quarantined or swept.log_lines):
             raise CliError("no recorded turn contains %r in %s" % (a.match, ", ".join(s.path for s in stores)), 1)
@@ -271,8 +271,8 @@ def cmd_forget(a, paths: Paths) -> int:
 
 
 def _journaled_turns(stores: list[Store], marked) -> dict[str, list]:
-    """Tombstones for the journaled turns a --match sweep marked, in the store each was going to: a save
-    that read the journal before the mark then writes nothing served (the journal's mark stops the rest)."""
+    """Tombstones for the journaled and quarantined turns a --match sweep took, in the store each was going
+    to: a save that read the journal before the mark, or `egg recover` of a copy put back, then writes nothing."""
     from eggshell.runtime.forget import Target
 
     out: dict[str, list] = {}

@@ -105,6 +105,7 @@ class Swept:
     journal: tuple[Marked, ...] = ()
     quarantined: int = 0  # quarantined turns removed and quarantined event lines dropped
     log_lines: int = 0
+    held: tuple[Marked, ...] = ()  # the quarantined turns removed
 
 
 def sweep(data_root: str, journal_dir: str, needles: Needles, log: Callable[[str], None] = lambda m: None) -> Swept:
@@ -112,9 +113,9 @@ def sweep(data_root: str, journal_dir: str, needles: Needles, log: Callable[[str
     if not needles:
         return Swept()
     marked = sweep_journal(Journal(journal_dir), needles, log)
-    held = sweep_quarantine(data_root, needles, log)
+    held, lines_held = sweep_quarantine(data_root, needles, log)
     lines = sum(filter_lines(os.path.join(data_root, *p), needles.line_mentions, log) for p in _log_files(data_root))
-    return Swept(tuple(marked), held, lines)
+    return Swept(tuple(marked), len(held) + lines_held, lines, tuple(held))
 
 
 def sweep_journal(journal: Journal, needles: Needles, log: Callable[[str], None]) -> list[Marked]:
@@ -129,19 +130,24 @@ def sweep_journal(journal: Journal, needles: Needles, log: Callable[[str], None]
         except OSError as e:
             log("%s: could not mark it forgotten: %s" % (path, e))
             continue
-        write = prompt.get("write")
-        out.append(Marked(write if isinstance(write, str) and write else None, str(prompt.get("session") or ""),
-                          str(prompt.get("turn") or "")))
+        out.append(_marked(prompt))
     return out
 
 
-def sweep_quarantine(data_root: str, needles: Needles, log: Callable[[str], None]) -> int:
-    n = 0
+def _marked(prompt: dict) -> Marked:
+    write = prompt.get("write")
+    return Marked(write if isinstance(write, str) and write else None, str(prompt.get("session") or ""), str(prompt.get("turn") or ""))
+
+
+def sweep_quarantine(data_root: str, needles: Needles, log: Callable[[str], None]) -> tuple[list[Marked], int]:
+    """(the quarantined turns removed, the quarantined event lines dropped)."""
+    removed = []
     for held in quarantine.held_turns(data_root):
         events = Journal(os.path.dirname(held.path)).read_file(held.path)
         if needles.takes_turn(events) or needles.takes_turn([held.why]):
             held.release()
-            n += 1
+            prompt = next((e for e in events if e.get("event") == "prompt"), {})
+            removed.append(_marked({"write": held.why.get("store"), "session": held.why.get("session"), "turn": held.why.get("turn"), **prompt}))
 
     def drop(line: str) -> bool:
         try:
@@ -160,7 +166,7 @@ def sweep_quarantine(data_root: str, needles: Needles, log: Callable[[str], None
                 return True
         return needles.line_mentions(line)
 
-    return n + filter_lines(quarantine.path(data_root), drop, log)
+    return removed, filter_lines(quarantine.path(data_root), drop, log)
 
 
 def _log_files(data_root: str) -> list[tuple[str, str]]:

@@ -180,4 +180,94 @@ def test_forget_and_purge_reach_every_copy_and_a_later_stop_brings_nothing_back(
     assert not any(CANARY in (v.prompt + (v.answer or "") + "".join(t.outcome for t in v.tools)) for v in env.views())
     assert files_holding(CANARY, env.data, env.project) == []
     assert [v.session for v in turn_views(Store.open(env.egg).graph)] == ["sess-k"]  # the rest stays
+    assert "a line about something else" in env.log_text()
     assert egg(capsys, "fsck", env.egg)[0] == 0
+
+
+# -- 2. the pieces ---------------------------------------------------------------------------------------
+
+
+def test_an_open_turn_whose_prompt_held_the_text_saves_nothing_at_its_stop(env, capsys):
+    """The red team's case: the open turn's prompt alone held the text, so no store did when it was forgotten."""
+    env.record_turn("rotate %s tonight" % CANARY, [], "rotated", session="sess-0", turn="t-s")
+    o = dict(session_id="sess-open")
+    env.respond(env.prompt("is %s rotated?" % CANARY, "t-o", **o))
+    assert egg(capsys, "forget", "--match", CANARY)[0] == 0
+    journal = Journal(env.paths.journal_dir)
+    assert [e["event"] for e in journal.read("sess-open", "t-o")] == ["forgotten"]
+    env.respond(env.tool("cat ROTATION", "rotated %s at 02:00\n" % CANARY, "t-o", "c-1", **o))
+    assert [e["event"] for e in journal.read("sess-open", "t-o")] == ["forgotten"]  # a later call is not journaled
+    assert env.respond(env.stop("yes, %s was rotated" % CANARY, "t-o", **o)) == {}
+    assert not journal.has("sess-open", "t-o")  # the save queue removed it, saving nothing
+    assert env.views() == [] and CANARY.encode() not in open(env.egg, "rb").read().split(b'"forget"')[-1]
+    reply = env.respond(env.prompt("is it rotated?", "t-n", session_id="sess-new"))
+    assert CANARY not in context(reply)
+    assert egg(capsys, "compact", "--purge", env.egg)[0] == 0
+    assert files_holding(CANARY, env.data, env.project) == []
+
+
+def test_a_private_chat_journal_is_swept_and_its_stop_leaves_nothing(env, capsys):
+    env.record_turn("rotate %s tonight" % CANARY, [], "rotated", session="sess-0", turn="t-s")
+    Chat(env.paths.state_dir, "sess-priv").update(lambda c: replace(c, profile="private"))
+    env.respond(env.prompt("off the record: %s" % CANARY, "t-p", session_id="sess-priv"))
+    assert files_holding(CANARY, env.paths.journal_dir)
+    rc, out, _ = egg(capsys, "forget", "--match", CANARY)
+    assert rc == 0 and "marked 1 journaled turn forgotten" in out
+    assert files_holding(CANARY, env.paths.journal_dir) == []
+    env.respond(env.stop("noted %s" % CANARY, "t-p", session_id="sess-priv"))
+    assert files_holding(CANARY, env.data) == [] and Journal(env.paths.journal_dir).files() == []
+
+
+@pytest.mark.parametrize("how", ["match", "key"])
+def test_egg_recover_never_saves_a_forgotten_quarantined_turn(env, capsys, how):
+    env.record_turn("rotate %s tonight" % CANARY, [("cat ROTATION", "due at 02:00\n")], "rotated", session="sess-0", turn="t-s")
+    quarantined_turn(env, "sess-0", "t-s", "rotate %s tonight" % CANARY)  # a copy of the same turn, kept aside
+    if how == "match":
+        quarantined_turn(env, "sess-q", "t-q", "and %s again" % CANARY)  # a turn no store holds
+    copy = {h.path: open(h.path, "rb").read() for h in quarantine.held_turns(env.data)}
+    (key,) = [v.key for v in env.views()]
+    rc, out, err = egg(capsys, *(("forget", "--match", CANARY) if how == "match" else ("forget", key)))
+    assert rc == 0, err
+    assert quarantine.held_turns(env.data) == []
+    before = open(env.egg, "rb").read()
+    for p, data in copy.items():  # put back from a backup: still never saved
+        with open(p, "wb") as f:
+            f.write(data)
+    rc, out, err = egg(capsys, "recover")
+    assert rc == 0, out + err
+    assert env.views() == [] and open(env.egg, "rb").read() == before  # the tombstones name both turns
+    assert quarantine.held_turns(env.data) == []
+
+
+def test_forgetting_one_call_of_an_open_turn_keeps_the_rest_of_it(env, capsys):
+    o = dict(session_id="sess-open")
+    env.respond(env.prompt("what is in the notes?", "t-o", **o))
+    env.respond(env.tool("ls", "NOTES\nREADME\n", "t-o", "c-1", **o))
+    env.respond(env.tool("cat NOTES", "remember %s\n" % CANARY, "t-o", "c-2", **o))
+    settle_all(Journal(env.paths.journal_dir), Store.open, log=lambda m: None)  # saved as interrupted, as a manager does
+    (v,) = env.views()
+    call = next(t for t in v.tools if CANARY in t.outcome)
+    assert egg(capsys, "forget", call.id[:12])[0] == 0
+    assert egg(capsys, "compact", "--purge", env.egg)[0] == 0
+    assert env.respond(env.stop("the notes list two files", "t-o", **o)) == {}
+    (v,) = env.views()
+    assert v.answer == "the notes list two files" and [t.outcome for t in v.tools] == ["NOTES\nREADME\n"]
+    assert CANARY.encode() not in open(env.egg, "rb").read()
+
+
+def test_a_sweep_keeps_lines_and_turns_that_do_not_hold_the_text(env):
+    from eggshell.runtime.copies import Needles, sweep
+
+    quarantine.add(env.data, "sess-1", "t-1", "PostToolUse", "too deep", quarantine.payload_text({"a": CANARY}))
+    quarantine.add(env.data, "sess-2", "t-2", "PostToolUse", "too deep", quarantine.payload_text({"a": "kept"}))
+    quarantine.add(env.data, "sess-3", "t-3", "PostToolUse", "too deep", quarantine.payload_text({"a": "of a forgotten turn"}))
+    append_line(env.log, json.dumps({"query": "one %s" % CANARY.replace("-", "\n")}))  # a trace line: its text escaped
+    append_line(env.log, "two")
+    env.respond(env.prompt("a turn that stays", "t-4", session_id="sess-4"))
+    swept = sweep(env.data, env.paths.journal_dir, Needles(frozenset((CANARY, CANARY.replace("-", "\n"))), frozenset(),
+                                                         frozenset({("sess-3", "t-3")})))
+    assert swept.quarantined == 2 and swept.log_lines == 1 and swept.journal == ()
+    assert env.log_text() == "two\n"
+    kept = [json.loads(line)["session"] for line in open(quarantine.path(env.data), encoding="utf-8")]
+    assert kept == ["sess-2"]
+    assert Journal(env.paths.journal_dir).read("sess-4", "t-4")[0]["prompt"] == "a turn that stays"
