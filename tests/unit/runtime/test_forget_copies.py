@@ -7,7 +7,7 @@ the hooks' own path (helpers.hooks.answer_here) and the CLI in-process:
 
   1. the acceptance test: a canary sent through every place (the stored turn's prompt, tool
      output or answer; an open chat; a private chat; a quarantined event and turn; an `egg view`
-     page; hook.log, run/manager.log and the matcher trace; a warm manager's snapshot), then
+     page; hook.log, run/manager.log and the matcher trace; the vector cache; a warm manager's snapshot), then
      `egg forget` (by --match or by key) and `egg compact --purge`: no file under the data
      root or the project holds it; then the open chat's Stop (which repeats it) and a new
      chat asking about it: it is in no store, no handoff and no file;
@@ -27,13 +27,15 @@ from dataclasses import replace
 import pytest
 
 from eggshell.cli import main as egg_main
-from eggshell.graph.records import turn_views
+from eggshell.graph.records import searchable_text, turn_views
 from eggshell.graph.store import Store
 from eggshell.runtime import quarantine
 from eggshell.runtime.chat import Chat
 from eggshell.runtime.commits import settle_all
 from eggshell.runtime.journal import Journal
+from eggshell.search import vectors
 from helpers.hook_env import Env
+from helpers.vectors import DIM, MODEL, vecs_for
 
 CANARY = "CANARY-31b2-every-copy"
 OTHER = "the docker build needs a fresh lockfile"
@@ -144,6 +146,10 @@ def test_forget_and_purge_reach_every_copy_and_a_later_stop_brings_nothing_back(
         data_root_places.append("state/chats/")
     assert egg(capsys, "view")[0] == 0
     data_root_places.append("view/")
+    texts = [searchable_text(v) for v in env.views()]  # what the model embeds of each stored turn, and windows of it
+    windows = texts + [t[i:i + 80] for t in texts for i in range(0, len(t), 40)]
+    vectors.VectorCache(vectors.vectors_root(env.data), MODEL, DIM, log=lambda m: None).put(windows, vecs_for(windows))
+    data_root_places.append("semantic/vectors/")
     if warm:
         res = Resources(env.data, env.paths.bin_dir, warm=True)
         res.workspace((env.egg,))
@@ -173,7 +179,8 @@ def test_forget_and_purge_reach_every_copy_and_a_later_stop_brings_nothing_back(
     assert env.respond(env.stop("it is %s, the deploy token" % CANARY, "t-o", **o)) == {}
     env.respond(env.stop("kept off the record: %s" % CANARY, "t-p", session_id="sess-priv"))
     settle_all(Journal(env.paths.journal_dir), Store.open, log=lambda m: None)  # what a manager's next pass does
-    rc, out, err = egg(capsys, "recover")
+    rc, out, err = egg(capsys, "recover")  # nothing forgotten is left to save
+    assert rc == 0 and "no quarantined turns" in out, out + err
     reply = env.respond(env.prompt("what is %s used for?" % CANARY.split("-")[0], "t-z", session_id="sess-z"))
     assert CANARY not in context(reply)
     assert CANARY not in Chat(env.paths.state_dir, "sess-z").load().last_handoff
