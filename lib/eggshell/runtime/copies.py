@@ -147,7 +147,8 @@ def sweep_quarantine(data_root: str, needles: Needles, log: Callable[[str], None
         if needles.takes_turn(events) or needles.takes_turn([held.why]):
             held.release()
             prompt = next((e for e in events if e.get("event") == "prompt"), {})
-            removed.append(_marked({"write": held.why.get("store"), "session": held.why.get("session"), "turn": held.why.get("turn"), **prompt}))
+            why = {k: held.why.get(k) for k in ("session", "turn")}
+            removed.append(_marked({"write": held.why.get("store"), **why, **prompt}))
 
     def drop(line: str) -> bool:
         try:
