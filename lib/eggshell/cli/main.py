@@ -231,8 +231,13 @@ def cmd_forget(a, paths: Paths) -> int:
         raise CliError("--match needs a text that is not blank (it would match every turn)")
     stores = _stores(a, paths)
     if a.match is not None:
+        from eggshell.runtime.copies import Needles
+
+        swept = _sweep(paths, Needles.matching(a.match))  # turns not in a store yet: open, private, quarantined
         plans = [(s, forget.by_match(s.graph, a.match)) for s in stores]
-        if not any(t for _, t in plans):
+        held = _journaled_turns(stores, swept.journal + swept.held)
+        plans = [(s, t + [h for h in held.get(s.path, []) if not any(set(h.turns) & set(x.turns) for x in t)]) for s, t in plans]
+        if not any(t for _, t in plans) and not (swept.journal or swept.quarantined or swept.log_lines):
             raise CliError("no recorded turn contains %r in %s" % (a.match, ", ".join(s.path for s in stores)), 1)
     else:
         from eggshell.core.identity import resolve_key
@@ -255,24 +260,68 @@ def cmd_forget(a, paths: Paths) -> int:
         t = s.forget([r for x in targets for r in x.roots], [p for x in targets for p in x.turns])
         for x in targets:
             say("%s %s in %s" % ("forgot" if t is not None else "already forgotten:", x.what, s.path))
+    if a.match is not None:
+        _say_swept(swept)
     files = " ".join(shlex.quote(s.path) for s, t in plans if t)
-    say("No reader serves it any more (the warm manager included). Its text stays in the file, the vector cache and "
-        "the manager's snapshots until `egg compact --purge %s`." % files)
-    _scrub_chats(paths, [s for s, t in plans if t])
+    if files:
+        say("No reader serves it any more (the warm manager included). Its text stays in the file, the vector cache and "
+            "the manager's snapshots until `egg compact --purge %s`." % files)
+    _scrub_chats(paths, [s for s, t in plans if t], a.match)
     return 0
 
 
-def _scrub_chats(paths: Paths, stores: list[Store]) -> None:
-    """Clear the last handoff (what `egg graph` prints) of every chat that holds something these stores forgot."""
+def _journaled_turns(stores: list[Store], marked) -> dict[str, list]:
+    """Tombstones for the journaled and quarantined turns a --match sweep took, in the store each was going
+    to: a save that read the journal before the mark, or `egg recover` of a copy put back, then writes nothing."""
+    from eggshell.runtime.forget import Target
+
+    out: dict[str, list] = {}
+    by_path = {os.path.realpath(s.path): s for s in stores}
+    for m in marked:
+        s = by_path.get(os.path.realpath(m.write)) if m.write else None
+        if s is not None and m.session and m.turn:
+            pair = (content_hex(Atom.text(m.session)), content_hex(Atom.text(m.turn)))
+            out.setdefault(s.path, []).append(Target("turn (session %s, turn %s; still open or not saved yet)" % (m.session, m.turn),
+                                                     turns=(pair,)))
+    return out
+
+
+def _sweep(paths: Paths, needles):
+    """Take the copies outside the stores out of the journal, quarantine/ and the logs (runtime/copies.py)."""
+    from eggshell.runtime.copies import sweep
+
+    return sweep(paths.data_root, paths.journal_dir, needles, lambda m: print("egg forget: %s" % m, file=sys.stderr))
+
+
+def _say_swept(swept) -> None:
+    if swept.journal:
+        say("marked %d journaled turn%s forgotten (open or not saved yet; nothing of them will be saved)"
+            % (len(swept.journal), "" if len(swept.journal) == 1 else "s"))
+    if swept.quarantined:
+        say("removed %d quarantined cop%s (quarantine/)" % (swept.quarantined, "y" if swept.quarantined == 1 else "ies"))
+    if swept.log_lines:
+        say("removed %d log line%s that held it" % (swept.log_lines, "" if swept.log_lines == 1 else "s"))
+
+
+def _scrub_chats(paths: Paths, stores: list[Store], match: str | None = None) -> None:
+    """Clear the last handoff (what `egg graph` prints) of every chat that holds something these stores forgot,
+    and take what they forgot out of the journal, quarantine/ and the logs (runtime/copies.py)."""
     from eggshell.runtime.chat import ChatBusy, scrub
+    from eggshell.runtime.copies import Needles
     from eggshell.runtime.forget import Forgotten
 
     gone = Forgotten.of([s.graph for s in stores])
+    if match is None:
+        _say_swept(_sweep(paths, Needles.forgotten(gone.texts | gone.keys, gone.whole)))
     pages = view.drop_pages(paths)  # `egg view` pages hold copies of recorded text
     if pages:
         say("deleted %d `egg view` page%s under the data root (they held copies; run `egg view` again)" % (pages, "" if pages == 1 else "s"))
+
+    def mentions(text: str) -> bool:
+        return gone.mentions(text) or (match is not None and match in text)
+
     try:
-        cleared = scrub(paths.state_dir, gone.mentions, lambda m: print("egg forget: %s" % m, file=sys.stderr))
+        cleared = scrub(paths.state_dir, mentions, lambda m: print("egg forget: %s" % m, file=sys.stderr))
     except ChatBusy as e:
         raise CliError("%s: that chat's last handoff still holds it; run this again to clear it" % e, 1)
     if cleared:
@@ -459,12 +508,16 @@ def _purge(path: str, paths: Paths) -> None:
     except ChatBusy as e:
         raise CliError("%s: %s was not rewritten; run this again" % (e, path), 1)
     snapshots = forget.remove_snapshots(paths.data_root)  # one a manager wrote meanwhile held the old file
+    view.drop_pages(paths)  # a page written since the forget
     roots, p = done
     say("%s: purged %s, %s -> %d" % (path, count(roots, "forgotten record"), count(lines_before, "line"), lines_after))
     say("data root %s: %d journal file%s, %d cached window%s (%d segment%s rewritten), %d chat handoff%s cleared, %d snapshot%s removed"
         % (paths.data_root, p.journal, "" if p.journal == 1 else "s", p.windows, "" if p.windows == 1 else "s",
            p.segments, "" if p.segments == 1 else "s", p.chats, "" if p.chats == 1 else "s",
            p.snapshots + snapshots, "" if p.snapshots + snapshots == 1 else "s"))
+    if p.quarantined or p.log_lines:
+        say("data root %s: %d quarantined cop%s removed, %d log line%s removed"
+            % (paths.data_root, p.quarantined, "y" if p.quarantined == 1 else "ies", p.log_lines, "" if p.log_lines == 1 else "s"))
 
 
 def cmd_merge(a, paths: Paths) -> int:

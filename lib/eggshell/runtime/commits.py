@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from eggshell.errors import EggshellError
-from eggshell.runtime.journal import Journal, bad_tools, sealed, turn_record
+from eggshell.runtime.journal import Journal, bad_tools, forgotten, sealed, turn_record
 from eggshell.graph.save import save_turn
 from eggshell.graph.turns import TurnError
 
@@ -59,6 +59,12 @@ def settle(journal: Journal, path: str, store_for: Callable[[str], object],
     """
     events = journal.read_file(path)
     seal = sealed(events)
+    if forgotten(events):  # `egg forget` named it while journaled: nothing of it is saved, ever
+        removable = seal is not None or not journal.is_current(path) or _age(path) > KEEP_READ_ONLY_S
+        if removable:
+            _unlink(path)
+            _tidy(path)
+        return Settled(path, False, removable)
     record = turn_record(events)
     if record is None:  # no prompt: a file torn at its first line, or not ours
         return Settled(path, False, False)

@@ -16,9 +16,11 @@ What is forgotten (docs/privacy.md#deleting-data says the same to users):
   output, its session, turn, call ids and working directory) contains TEXT, case-sensitive.
 
 A tombstone names only content ids. Purging then removes every node only forgotten
-roots reach, and every copy the data root holds: the journal files of those turns, the
-vector-cache windows cut from any text those turns ever had, the last handoff of a chat
-that mentions them, and the warm manager's snapshots.
+roots reach, and every copy the data root holds: the journal files of those turns (an
+open one is marked forgotten, so its Stop saves nothing), their quarantined turns and
+events and the log lines holding their texts (copies.py), the vector-cache windows cut
+from any text those turns ever had, the last handoff of a chat that mentions them, and
+the warm manager's snapshots.
 """
 
 from __future__ import annotations
@@ -150,6 +152,7 @@ class Forgotten:
     texts: frozenset[str] = frozenset()  # their texts (MENTION_MIN or longer)
     turns: frozenset[tuple[str, str]] = frozenset()  # (session, turn) of turns with forgotten roots
     forms: tuple[str, ...] = ()  # every searchable text those turns ever had
+    whole: frozenset[tuple[str, str]] = frozenset()  # (session, turn) of turns forgotten whole, not a call of them
 
     @staticmethod
     def of(graphs: list[Graph]) -> "Forgotten":
@@ -157,7 +160,12 @@ class Forgotten:
         texts: set[str] = set()
         turns: set[tuple[str, str]] = set()
         forms: list[str] = []
+        whole: set[tuple[str, str]] = set()
         for g in graphs:
+            for sid, tid in g.forgotten_turns:
+                s, t = g.nodes.get(sid), g.nodes.get(tid)
+                if isinstance(s, Atom) and isinstance(t, Atom):
+                    whole.add((_text(s), _text(t)))
             for nid in g.forgotten() | set(g.hidden):
                 keys.add(display_key(nid))
                 v = g.nodes[nid]
@@ -169,7 +177,7 @@ class Forgotten:
                 if isinstance(s, Atom) and isinstance(t, Atom):
                     turns.add((_text(s), _text(t)))
             forms.extend(_forms(g, pairs))
-        return Forgotten(frozenset(keys), frozenset(texts), frozenset(turns), tuple(dict.fromkeys(forms)))
+        return Forgotten(frozenset(keys), frozenset(texts), frozenset(turns), tuple(dict.fromkeys(forms)), frozenset(whole))
 
     def mentions(self, s: str) -> bool:
         return bool(s) and (any(k in s for k in self.keys) or any(t in s for t in self.texts))
@@ -225,26 +233,42 @@ class Purged:
     windows: int
     segments: int
     snapshots: int
+    quarantined: int = 0  # quarantined turns removed and quarantined event lines dropped
+    log_lines: int = 0  # lines of hook.log, run/manager.log and the matcher trace
 
 
 def purge_data_root(paths, f: Forgotten, log: Callable[[str], None]) -> Purged:
-    """Remove what the data root holds of forgotten turns (see the module docstring)."""
+    """Remove what the data root holds of forgotten turns (see the module docstring).
+
+    A forgotten turn still open in its chat is marked forgotten in the journal rather than
+    deleted (journal.py says why); the journal, the quarantine and the logs are swept
+    as `egg forget` sweeps them (copies.py).
+    """
     from eggshell.runtime.chat import scrub
-    from eggshell.runtime.journal import Journal
+    from eggshell.runtime.copies import Needles, sweep
+    from eggshell.runtime.journal import Journal, forgotten, sealed
     from eggshell.search.vectors import purge, vectors_root
 
     journal = Journal(paths.journal_dir)
     removed = 0
     for session, turn in sorted(f.turns):
         p = journal.turn_path(session, turn)
+        events = journal.read_file(p)
+        if events and journal.is_current(p) and sealed(events) is None:  # still open in its chat
+            if (session, turn) in f.whole and not forgotten(events):
+                journal.mark_forgotten(p)
+                removed += 1
+            continue  # only a call of it forgotten: its save leaves that call out (the store's tombstone)
         try:
             os.unlink(p)
             removed += 1
         except FileNotFoundError:
             pass
+    swept = sweep(paths.data_root, paths.journal_dir, Needles.forgotten(f.texts | f.keys, f.whole), log)
     chats = scrub(paths.state_dir, f.mentions, log)
     windows, segments = purge(vectors_root(paths.data_root), f.window_dropper(), log) if f.forms or f.texts else (0, 0)
-    return Purged(removed, chats, windows, segments, remove_snapshots(paths.data_root))
+    return Purged(removed + len(swept.journal), chats, windows, segments, remove_snapshots(paths.data_root),
+                  swept.quarantined, swept.log_lines)
 
 
 def remove_snapshots(data_root: str) -> int:

@@ -5,6 +5,12 @@ tool result (PostToolUse) are appended to a per-turn file under the data root an
 fsynced at once; Stop reads the journal back, commits the turn and removes the file.
 A crash anywhere loses at most the event being written, and a torn last line is
 ignored when read.
+
+A turn `egg forget` names while it is still journaled (an open chat whose prompt held the
+text, a private-profile chat) is not deleted but replaced by one FORGOTTEN mark: the host's
+later events of that turn (tool results, the Stop's answer) then find it and are not
+journaled, and the save queue removes the file at its seal without saving any of it.
+Deleting the file instead would let the next tool result or Stop start it again.
 """
 
 from __future__ import annotations
@@ -122,6 +128,20 @@ class Journal(namedtuple("Journal", "root")):
             return False
         return bool(turn) and os.path.basename(path) == hexdigest("eggshell.journal.turn", turn)[:32] + ".ndjson"
 
+    def mark_forgotten(self, path: str) -> None:
+        """Replace a journaled turn's file by the FORGOTTEN mark alone (atomically; see the module docstring).
+
+        A hook appending meanwhile writes either to the old file (gone with it) or after the mark.
+        """
+        d = os.path.dirname(path)
+        tmp = os.path.join(d, "forgotten.tmp-%d" % os.getpid())
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            append_whole(fd, _line({"event": FORGOTTEN}), tmp)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+
     def discard(self, session: str, turn: str) -> None:
         try:
             os.unlink(self.turn_path(session, turn))
@@ -175,6 +195,14 @@ def _data_regions(fd: int) -> list[bytes]:
         out.append(_pread_all(fd, end - start, start))
         pos = end
     return out
+
+
+FORGOTTEN = "forgotten"
+
+
+def forgotten(events: list[dict[str, object]]) -> bool:
+    """Whether `egg forget` named this journaled turn: nothing of it may be saved or journaled again."""
+    return any(e.get("event") == FORGOTTEN for e in events)
 
 
 def sealed(events: list[dict[str, object]]) -> dict[str, object] | None:

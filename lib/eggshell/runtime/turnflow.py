@@ -21,7 +21,7 @@ from collections import namedtuple
 
 from eggshell.errors import EggshellError
 from eggshell.log import utc_now
-from eggshell.runtime.journal import Journal, sealed, turn_record
+from eggshell.runtime.journal import Journal, forgotten, sealed, turn_record
 from eggshell.paths import Paths, UnsafePath, find_project, store_problem
 
 # Each event is its own process: modules an event does not need are imported inside it.
@@ -276,6 +276,8 @@ def record(payload: object, paths: Paths) -> Step | None:
         if turn is None or not journal.has(session, turn):
             return None  # a turn is journaled only if its prompt was: memory is off for it
         events = journal.read(session, turn)
+        if forgotten(events):
+            return None  # `egg forget` named this turn: none of its later calls is kept (journal.py)
         _redact(payload, _prompt_event(events))  # stored and proposed inputs alike, before anything is kept
         if event != "PreToolUse":  # durable before anything else
             tid = payload.get("tool_use_id")
@@ -320,6 +322,9 @@ def record(payload: object, paths: Paths) -> Step | None:
         if turn is None or not journal.has(session, turn):
             return None  # nothing journaled: nothing to seal or save
         events = journal.read(session, turn)
+        if forgotten(events):  # sealed without its answer, so the save queue removes it
+            _seal(journal, session, turn, None, event, events)
+            return step(turn, None, answer_needed=False)
         _redact(payload, _prompt_event(events))
         _seal(journal, session, turn, payload.get("last_assistant_message") if event == "Stop" else None, event, events, _noted(payload, {}))
         return step(turn, None, answer_needed=False)

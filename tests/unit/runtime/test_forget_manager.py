@@ -8,7 +8,8 @@
      real model in the manager, handed to other chats and snapshotted, then `egg forget
      --match` and `egg compact --purge` with the manager still running: the canary is in no
      file under the data root or the project, before and after the manager exits, and
-     the rest of the memory is still served.
+     the rest of the memory is still served; an open chat whose prompt held the canary ends
+     after the purge (its Stop repeats it) and the manager saves nothing of it.
 
 The environment (ManagedEnv: a private data root, a copy of the checkout) is test_manager's.
 """
@@ -20,6 +21,7 @@ import stat
 
 from eggshell.runtime import client
 from eggshell.runtime.chat import Chat
+from eggshell.runtime.journal import Journal
 from eggshell.graph.save import save_turn
 from eggshell.graph.store import Store
 from helpers import bash, turn_record, wait_for
@@ -144,8 +146,13 @@ def test_forget_and_purge_leave_no_copy_of_a_canary_anywhere(env):
     for where in (".eggs/work.egg", "run/snapshots/", "semantic/vectors/", "state/chats/"):
         assert any(h.startswith(where) for h in held), (where, held)
 
+    o = dict(session_id="s8")
+    env.hook(env.prompt("is %s still valid?" % CANARY, "t8", **o))  # an open chat: its Stop comes after the purge
+    assert files_holding(CANARY, os.path.join(env.data, "journal"))
+
     r = env.python("egg", "forget", "--match", CANARY, "--egg", env.egg)
-    assert r.returncode == 0 and r.stdout.count("forgot turn ") == 1, r.stdout + r.stderr
+    assert r.returncode == 0 and r.stdout.count("forgot turn ") == 2, r.stdout + r.stderr  # s1's, and s8's open one
+    assert "forgot turn (session s8, turn t8; still open" in r.stdout and "marked 1 journaled turn forgotten" in r.stdout
     ctx, _ = warm_prompt(env, "where is parse_config defined? the token is", "s5")
     assert CANARY not in ctx
     r = env.python("egg", "compact", "--purge", env.egg)
@@ -153,6 +160,9 @@ def test_forget_and_purge_leave_no_copy_of_a_canary_anywhere(env):
     assert " forgotten records, " in r.stdout and " 0 cached windows" not in r.stdout and "1 snapshot removed" in r.stdout, r.stdout
 
     assert files_holding(CANARY, env.data, env.project) == []
+    env.hook(env.stop("yes, %s is still valid" % CANARY, "t8", **o))  # the manager settles it: nothing is saved
+    assert wait_for(lambda: not Journal(os.path.join(env.data, "journal")).has("s8", "t8"), WAIT), env.manager_log()
+    assert env.view("s8", "t8") is None and files_holding(CANARY, env.data, env.project) == []
     ctx, after = warm_prompt(env, "where is parse_config defined? the token is", "s6")
     assert CANARY not in ctx and after["pid"] == status["pid"]  # the same manager, reloaded
     ctx, _ = warm_prompt(env, "list the sources", "s7", want="run.py")  # the rest is still served
