@@ -252,8 +252,7 @@ def _pem_body(text: str, end: int):
     a blank line or prose ends the body. A bare END line (a constant in code) is no secret.
     """
     floor = max(0, end - PEM_BACK)
-    i, start, chars = end, None, 0
-    first = True
+    i, start, chars, run = end, None, 0, 0
     while i > floor:
         # the separator before position i: indentation, then a newline, an escaped one, or (first) a space
         k = i
@@ -263,9 +262,8 @@ def _pem_body(text: str, end: int):
             k -= 2 if k > 1 and text[k - 2] == "\r" else 1
         elif k > 1 and text[k - 2:k] == "\\n":
             k -= 4 if k > 3 and text[k - 4:k - 2] == "\\r" else 2
-        elif not (first and k < i) and not (start is not None and k < i and i - start >= PEM_ONE_LINE):
-            break  # no line break before: prose on the same line
-        first = False
+        elif k == i or (start is not None and run < PEM_ONE_LINE):
+            break  # no break before: prose, or a space after a short run (a one-line key has long ones)
         j = k
         while j > floor and text[j - 1] in _B64:
             j -= 1
@@ -282,9 +280,8 @@ def _pem_body(text: str, end: int):
         whole = b == 0 or text[b - 1] in "\n\"'" or (b > 1 and text[b - 2:b] in ("\\n", "\\r"))
         if not whole and (k - j < PEM_ONE_LINE or b == j):
             break
-        start, chars, i = j, chars + k - j, j
-        if b == j and not whole:
-            break
+        start, run, i = j, k - j, j
+        chars += run
     return start if start is not None and chars >= 16 else None
 
 

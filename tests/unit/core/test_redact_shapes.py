@@ -89,15 +89,16 @@ def _split_key(label: str, headers: bool, seed: int) -> tuple[list[str], str, st
 
 
 def _body_leaks(lines: list[str], text: str) -> list[str]:
-    return [p for ln in lines for p in pieces(ln)if p in text]
+    return [p for ln in lines for p in pieces(ln) if p in text]
 
 
 @pytest.mark.parametrize("label,headers", KEY_KINDS, ids=KEY_IDS)
-@pytest.mark.parametrize("form", ["lines", "crlf", "json", "yaml", "mid-line"])
+@pytest.mark.parametrize("form", ["lines", "crlf", "json", "yaml", "mid-line", "one-line"])
 def test_each_part_of_a_split_private_key_is_redacted_on_its_own(label, headers, form):
     """The part with the body and the END line but no BEGIN line was stored verbatim: the block rule
     starts at BEGIN. Each part, in each form it is shown in (a file, CRLF lines, a JSON string with
-    escaped newlines, an indented YAML value, a part starting mid-line), is redacted by itself."""
+    escaped newlines, an indented YAML value, a part starting mid-line, one line with spaces for
+    newlines), is redacted by itself."""
     lines, first, second = _split_key(label, headers, seed=len(label) + headers)
     if form == "crlf":
         first, second = first.replace("\n", "\r\n"), second.replace("\n", "\r\n")
@@ -106,6 +107,8 @@ def test_each_part_of_a_split_private_key_is_redacted_on_its_own(label, headers,
     elif form == "yaml":
         first = "tls:\n  key: |\n" + "".join("    %s\n" % r for r in first.splitlines())
         second = "".join("    %s\n" % r for r in second.splitlines()) + "  cert: server.crt\n"
+    elif form == "one-line":  # an environment variable's value, its newlines turned into spaces
+        first, second = first.replace("\n", " "), second.replace("\n", " ")
     elif form == "mid-line":
         whole = first + second
         at = whole.index(lines[len(lines) // 2]) + 30
