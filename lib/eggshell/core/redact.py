@@ -16,6 +16,9 @@ candidates as fast as a substring search; a rule is compiled on first use, and o
 its trigger occurs, so a short output with no trigger costs no `re` import at all.
 Case-insensitive rules run on the lower-cased text. Text past SCAN_CAP characters per
 payload is withheld rather than stored unscanned: a 50 MB output costs a bounded time.
+Every cut made before redaction (this cap, the 1 MiB output cap, the quarantine's) asks
+cut_point first: the head of a token cut in two no longer matches its rule, so a cut
+inside a secret moves back to the secret's start.
 No dataclasses or typing here: hooks import this module.
 """
 
