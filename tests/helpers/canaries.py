@@ -49,6 +49,28 @@ def _pem(rng: random.Random, label: str) -> tuple[str, str]:
     return lines[3], "-----BEGIN %s-----\n%s\n-----END %s-----\n" % (label, "\n".join(lines), label)
 
 
+def private_key(seed: int, label: str, headers: bool = False) -> tuple[list[str], str]:
+    """(the base64 body lines, the whole PEM block) of a format-valid fake key `-----BEGIN LABEL-----`.
+
+    `headers`: the legacy encrypted form (`Proc-Type: 4,ENCRYPTED`, `DEK-Info:` and a blank line
+    before the body), as `openssl rsa -aes128` writes it.
+    """
+    rng = random.Random(seed)
+    body = base64.b64encode(rng.randbytes(48 * 20)).decode()
+    lines = [body[i:i + 64] for i in range(0, len(body), 64)]
+    head = ["Proc-Type: 4,ENCRYPTED", "DEK-Info: AES-128-CBC,%s" % _r(rng, HEX, 32).upper(), ""] if headers else []
+    return lines, "-----BEGIN %s-----\n%s\n-----END %s-----\n" % (label, "\n".join(head + lines), label)
+
+
+def password(seed: int, n: int = 18, extra: str = "") -> str:
+    """A random password of `n` characters: letters and digits, and any of `extra` inside it."""
+    rng = random.Random(seed)
+    pw = list(_r(rng, ALNUM, n))
+    for i, ch in enumerate(extra):
+        pw[1 + (i * 5) % (n - 2)] = ch
+    return "".join(pw)
+
+
 def canaries(seed: int = 10) -> list[Canary]:
     """At least 50 canaries of at least 15 kinds, the same for the same seed."""
     rng = random.Random(seed)

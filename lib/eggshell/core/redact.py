@@ -16,6 +16,9 @@ candidates as fast as a substring search; a rule is compiled on first use, and o
 its trigger occurs, so a short output with no trigger costs no `re` import at all.
 Case-insensitive rules run on the lower-cased text. Text past SCAN_CAP characters per
 payload is withheld rather than stored unscanned: a 50 MB output costs a bounded time.
+Every cut made before redaction (this cap, the 1 MiB output cap, the quarantine's) asks
+cut_point first: the head of a token cut in two no longer matches its rule, so a cut
+inside a secret moves back to the secret's start.
 No dataclasses or typing here: hooks import this module.
 """
 
@@ -61,6 +64,9 @@ _AZURE_LEAD = ("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~
 _TOKENS = (
     ("private-key", False, "-----BEGIN",
      r"-----BEGIN[A-Z0-9 ]{0,20}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]{0,20}PRIVATE KEY(?: BLOCK)?-----|\Z)", None),
+    # The END part of a key split over two outputs (its BEGIN line went with the first): the
+    # base64 lines before the END line are the secret (_pem_body walks back over them).
+    ("private-key", False, "-----END", r"-----END[A-Z0-9 ]{0,20}PRIVATE KEY(?: BLOCK)?-----", "pem-body"),
     ("private-key", False, "PuTTY-User-Key-File-", r"PuTTY-User-Key-File-\d+:[\s\S]*?(?:Private-MAC: *[0-9a-fA-F]+|\Z)", None),
     ("aws-access-key-id", False, ("AKIA", "ASIA", "ABIA", "ACCA"), r"A(?<![A-Z0-9]A)(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])", None),
     ("google-api-key", False, "AIza", r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])", None),
@@ -105,7 +111,23 @@ _TOKENS = (
     ("shopify-token", False, "shp", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", None),
     ("jwt", False, "eyJ", r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", None),
     ("bearer-token", False, "Bearer", r"Bearer(?<![A-Za-z]Bearer)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)", None),
-    ("url-password", False, "://", r"://[^\s:/?#@'\"<>\\]{1,100}:(?P<v>[^\s/?#@'\"<>\\]{1,200})@", None),
+    # The user may be empty (`redis://:pw@host`) and the password may hold `@`: as in urllib,
+    # the last `@` before the host ends it (`https://user:p@ss@host/`).
+    ("url-password", False, "://", r"://[^\s:/?#@'\"<>\\]{0,100}:(?P<v>[^\s/?#'\"<>\\]{1,200})@", None),
+    # `curl -u user:password` (--user, --proxy-user, -U, -uuser:password): the part after the first colon.
+    ("password-flag", False, ("-u", "-U", "--user", "--proxy-user"),
+     r"-(?<![A-Za-z0-9_.-]-)(?:-(?:proxy-)?user(?:[ \t]+|=)|[uU][ \t]*)(?P<q>[\"'])?[^\s:\"'@/`]{1,100}:"
+     r"(?P<v>(?(q)[^\"'\n]{1,300}|[^\s\"'`]{1,300}))", None),
+    # A password given to `-p` (or redis-cli's `-a`) of the clients that take it there: mysql's
+    # family only attached (`-pPASS`: `-p db` asks for one), sshpass, docker/podman/helm login.
+    ("password-flag", False, ("mysql", "mariadb"),
+     r"m(?<![A-Za-z0-9_.-]m)(?:ysql|ariadb)[a-z]{0,10}[ \t][^\n|;&<>]{0,300}?(?<=\s)-p(?P<v>%s|[^\s\"'`;|&]{1,300})"
+     % _V_QUOTED, None),
+    ("password-flag", False, ("sshpass", " login", "redis-cli"),
+     r"(?:sshpass|(?:docker|podman|helm|buildah|skopeo|oras)(?: registry)? login)[ \t](?:[^\n|;&<>]{0,300}?(?<=\s))?-p"
+     r"[ \t]*(?P<v>%s|[^\s\"'`;|&]{1,300})" % _V_QUOTED, None),
+    ("password-flag", False, "redis-cli",
+     r"redis-cli[ \t](?:[^\n|;&<>]{0,300}?(?<=\s))?-a[ \t]*(?P<v>%s|[^\s\"'`;|&]{1,300})" % _V_QUOTED, None),
     # case-insensitive rules (on the lower-cased text)
     ("private", True, "<private>", r"<private>[\s\S]*?(?:</private>|\Z)", None),
     ("aws-secret-key", True, "aws", r"aws[_.-]?(?:secret(?:[_.-]?access)?(?:[_.-]?key)?|sk)(?![a-z0-9])[\"']?[ \t]{0,3}(?:=|:|=>)?[ \t]{0,3}[\"']?"
@@ -115,7 +137,7 @@ _TOKENS = (
     ("azure-storage-key", True, "accountkey=", r"accountkey=(?P<v>[a-z0-9+/]{40,}={0,2})", None),
     ("azure-storage-key", True, "sharedaccesskey=", r"sharedaccesskey=(?P<v>[a-z0-9+/]{40,}={0,2})", None),
     ("auth-header", True, "authorization", r"authorization[\"']?\s{0,3}[:=]\s{0,3}[\"']?(?:bearer|basic|token|digest)\s+(?P<v>[a-z0-9._~+/-]{8,}=*)", None),
-    ("secret-flag", True, "--", r"--(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|token|secret|api-?key|access-?key|private-?key)[= ]"
+    ("secret-flag", True, "--", r"--(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|pass|token|secret|api-?key|access-?key|private-?key|bearer)[= ]"
                                r"(?P<v>%s|[^\s\"']{1,300})" % _V_QUOTED, None),
 )
 
@@ -125,6 +147,8 @@ _TOKENS = (
 # (`secret_key`, `api-key`, `private.key`).
 _STRONG = ("password", "passwd", "passphrase", "secret", "token", "credential", "credentials")
 _STRONG_BEFORE_KEY = ("secret", "api", "access", "private", "auth", "signing", "encryption", "master", "client")
+# `pwd` alone is the working directory (PWD=/home/x); after these it is a password (MYSQL_PWD=...)
+_STRONG_BEFORE_PWD = ("mysql", "mariadb", "db", "database")
 # (trigger, the key words it starts): weak words are `key`, `auth`, `pwd`, `pass`, `sig`, `signature`, `salt`
 _KEY_WORDS = (("pass", r"pass(?:word|wd|phrase)?"), ("secret", "secret"), ("token", "token"), ("credential", r"credentials?"),
               ("key", "key"), ("auth", "auth"), ("pwd", "pwd"), ("sig", r"sig(?:nature)?"), ("salt", "salt"))
@@ -164,7 +188,13 @@ def _spans(text: str) -> list:
         if (i, lower and fold) not in _compiled and not _triggered(trigger, low if lower else text):
             continue  # not compiled yet, and it cannot match: leave it so
         for s, e, k in _matches(_rx(i, lower and fold), folded if lower else text, text, kind):
-            out.append((_extend_back(text, s, lead) if lead else s, -e, i, k))
+            if lead == "pem-body":
+                s = _pem_body(text, s)
+                if s is None:
+                    continue  # an END line alone (a constant in code) hides nothing
+            elif lead:
+                s = _extend_back(text, s, lead)
+            out.append((s, -e, i, k))
     return out
 
 
@@ -209,6 +239,55 @@ def _extend_back(text: str, s: int, lead: tuple) -> int:
     return s
 
 
+_B64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+PEM_BACK = 1 << 15  # characters before an END line searched for its body (an 8192-bit RSA key is ~6,500)
+PEM_ONE_LINE = 40  # a base64 run after a space (not a line break) is body only this long: a key pasted on one line
+
+
+def _pem_body(text: str, end: int):
+    """Where the base64 body before a private key's END line (at `end`) starts; None when none does.
+
+    A key split over two tool outputs leaves the body and the END line in the second, with
+    no BEGIN line for the block rule to start from; those lines are as secret as the whole
+    block. Walks back line by line while each line is base64: lines may end in a newline or
+    an escaped one (`\\n` in JSON text) and be indented; the topmost line may be cut short
+    (the output began mid-line) or sit after a quote. A header (`DEK-Info:`), a BEGIN line,
+    a blank line or prose ends the body. A bare END line (a constant in code) is no secret.
+    """
+    floor = max(0, end - PEM_BACK)
+    i, start, chars, run = end, None, 0, 0
+    while i > floor:
+        # the separator before position i: indentation, then a newline, an escaped one, or (first) a space
+        k = i
+        while k > floor and text[k - 1] in " \t":
+            k -= 1
+        if k > 0 and text[k - 1] == "\n":
+            k -= 2 if k > 1 and text[k - 2] == "\r" else 1
+        elif k > 1 and text[k - 2:k] == "\\n":
+            k -= 4 if k > 3 and text[k - 4:k - 2] == "\\r" else 2
+        elif k == i or (start is not None and run < PEM_ONE_LINE):
+            break  # no break before: prose, or a space after a short run (a one-line key has long ones)
+        j = k
+        while j > floor and text[j - 1] in _B64:
+            j -= 1
+        if j == k:
+            break  # a blank line, a header, the BEGIN line
+        if j > 0 and text[j - 1] == "\\" and text[j] in "nr":
+            j += 1  # an escaped newline ends the line before: `n` is no part of this one
+        if j == k:
+            break
+        # a whole line (after a break, an indentation, a quote or the start), or a long run on one line
+        b = j
+        while b > floor and text[b - 1] in " \t":
+            b -= 1
+        whole = b == 0 or text[b - 1] in "\n\"'" or (b > 1 and text[b - 2:b] in ("\\n", "\\r"))
+        if not whole and (k - j < PEM_ONE_LINE or b == j):
+            break
+        start, run, i = j, k - j, j
+        chars += run
+    return start if start is not None and chars >= 16 else None
+
+
 def _judge(text: str, m, kind):
     """The span a match redacts, with its kind; None when the value is no secret after all."""
     if not isinstance(kind, str):
@@ -221,7 +300,7 @@ def _judge(text: str, m, kind):
         kind = _keyed(text, m, v, m.group("w").lower())
         if kind is None:
             return None
-    elif kind in ("url-password", "secret-flag") and (_stand_in(v) or v.startswith("-")):
+    elif kind in ("url-password", "secret-flag", "password-flag") and (_stand_in(v, kind == "url-password") or v.startswith("-")):
         return None  # a stand-in, or the next option rather than a value
     if len(v) > 1 and v[0] in "\"'" and v[-1] == v[0]:
         s, e = s + 1, e - 1  # keep the quotes: the line still parses
@@ -234,22 +313,28 @@ def _keyed(text: str, m, v: str, word: str):
         return None
     if _high_entropy(v):
         return "secret"
-    strong = word in _STRONG_WORDS or (word == "key" and _after_strong(text, m.start()))
+    strong = (word in _STRONG_WORDS or (word == "key" and _after_strong(text, m.start()))
+              or (word == "pwd" and _after_strong(text, m.start(), _STRONG_BEFORE_PWD)))
     if not strong or _code_like(v, m.group("sep"), text[m.end():m.end() + 1]):
         return None
     return "secret"
 
 
-def _after_strong(text: str, s: int) -> bool:
+def _after_strong(text: str, s: int, words=None) -> bool:
     before = text[max(0, s - 12): s].lower().rstrip("_.-")
-    return before.endswith(_STRONG_BEFORE_KEY)
+    return before.endswith(words or _STRONG_BEFORE_KEY)
 
 
-def _stand_in(v: str) -> bool:
-    """A value that is a stand-in, a reference or already redacted rather than a secret."""
+def _stand_in(v: str, url: bool = False) -> bool:
+    """A value that is a stand-in, a reference or already redacted rather than a secret.
+
+    In a URL (`url`) a leading `%` followed by two hex digits is percent-encoding
+    (`:%40pw@`), not a `%(name)s` template."""
     bare = v.strip("\"'")
     if len(bare) < 4 or bare.lower() in _PLACEHOLDER_VALUES or len(set(bare)) <= 2:
         return True
+    if url and bare[0] == "%" and all(c in "0123456789abcdefABCDEF" for c in bare[1:3]):
+        return False
     return bare[0] in "$%{<*.@#&!" or bare.startswith(("[redacted", "[withheld", "os.", "self.", "process.env", "env.", "getenv"))
 
 
@@ -297,6 +382,40 @@ def _merge(spans: list) -> list:
             continue
         out.append((s, e, k))
     return out
+
+
+CUT_WINDOW = 4096  # characters either side of a cut scanned for a secret it would split
+
+
+def _crossing(text: str, at: int):
+    """The (start, end) of a secret a rule recognises whole that a cut at `at` would split, or None."""
+    if at <= 0 or at >= len(text):
+        return None
+    lo = max(0, at - CUT_WINDOW)
+    for s, e, _ in _merge(_spans(text[lo:at + CUT_WINDOW])):
+        if s + lo < at < e + lo:
+            return s + lo, e + lo
+        if s + lo >= at:
+            return None
+    return None
+
+
+def cut_point(text: str, at: int) -> int:
+    """Where to cut `text` to keep at most its first `at` characters without splitting a secret.
+
+    A token cut by a cap (events.OUTPUT_CHARS, SCAN_CAP) keeps a head its rule no longer
+    matches (`ghp_` and 20 of its 36 characters, `password: "two wo`), which would then be
+    stored as it is. So the text around the cut is scanned whole first, and a cut inside a
+    secret moves back to the secret's start: the head never holds part of one.
+    """
+    span = _crossing(text, at)
+    return at if span is None else span[0]
+
+
+def resume_point(text: str, at: int) -> int:
+    """Where to resume keeping `text` at or after `at` (a kept tail) without starting inside a secret."""
+    span = _crossing(text, at)
+    return at if span is None else span[1]
 
 
 def redact_text(text: str, extra=()) -> str:
@@ -461,10 +580,10 @@ def _text(s: str, extra, budget) -> str:
         return redact_text(s, extra)
     budget[0] = 0
     tail = TAIL_KEPT if left > 4 * TAIL_KEPT else 0
-    cut = _cut(s, left - tail)
+    cut = cut_point(s, _cut(s, left - tail))
     if not tail:
         return redact_text(s[:cut], extra) + PAST_CAP % (len(s) - cut)
-    start = _start(s, len(s) - tail)
+    start = resume_point(s, _start(s, len(s) - tail))
     return redact_text(s[:cut], extra) + PAST_CAP % (start - cut) + "\n" + redact_text(s[start:], extra)
 
 

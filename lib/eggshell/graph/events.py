@@ -126,7 +126,9 @@ def capped_output(output: object) -> object:
     what 1 MB does. A terminal-shaped output keeps its text; anything else keeps its shape,
     cut where its strings pass the limit (containers after the cut are emptied), so redaction
     still reads each string as the tool gave it: cut as JSON text, a `"password": "..."`
-    became `\\"password\\": \\"...\\"`, which no rule reads as a key and its value.
+    became `\\"password\\": \\"...\\"`, which no rule reads as a key and its value. A cut
+    that would split a secret moves back to its start (_cut_at), so the head kept never
+    holds the part of a token its rule no longer matches.
     """
     text = terminal_text(output)
     if text is None:
@@ -136,7 +138,19 @@ def capped_output(output: object) -> object:
         return _Cut(OUTPUT_CHARS, chars).value(output)
     if len(text) <= OUTPUT_CHARS:
         return output
-    return text[:OUTPUT_CHARS] + TRUNCATED % (OUTPUT_CHARS, len(text))
+    cut = _cut_at(text, OUTPUT_CHARS)
+    return text[:cut] + TRUNCATED % (cut, len(text))
+
+
+def _cut_at(text: str, at: int) -> int:
+    """Where to cut a text to keep at most `at` characters: before a secret the cut would split.
+
+    The head of a cut token no longer matches its rule (`ghp_` and half of it), so redaction
+    would keep it; the text around the cut is scanned first (redact.cut_point).
+    """
+    from eggshell.core.redact import cut_point
+
+    return cut_point(text, at)
 
 
 class _Cut:
@@ -171,5 +185,7 @@ class _Cut:
         if len(s) <= self.left:
             self.left -= len(s)
             return s
-        kept, self.left, self.marked = self.left, 0, True
-        return s[:kept] + TRUNCATED % (OUTPUT_CHARS, self.total)
+        kept = _cut_at(s, self.left)
+        short = self.left - kept  # characters given up so that no secret is split
+        self.left, self.marked = 0, True
+        return s[:kept] + TRUNCATED % (OUTPUT_CHARS - short, self.total)

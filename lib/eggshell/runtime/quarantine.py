@@ -48,9 +48,13 @@ def payload_text(value: object) -> str:
 
 
 def cut(text: str) -> str:
+    """The payload text cut to OUTPUT_CHARS, never inside a secret (it is redacted as text after the cut)."""
     if len(text) <= OUTPUT_CHARS:
         return text
-    return text[:OUTPUT_CHARS] + "\n[quarantined payload truncated by Eggshell at %d of %d characters]" % (OUTPUT_CHARS, len(text))
+    from eggshell.core.redact import cut_point
+
+    at = cut_point(text, OUTPUT_CHARS)
+    return text[:at] + "\n[quarantined payload truncated by Eggshell at %d of %d characters]" % (at, len(text))
 
 
 def add(data_root: str, session: object, turn: object, event: object, why: str, payload: str) -> str:
