@@ -222,7 +222,7 @@ def foreign_link(path: str) -> str | None:
 
     The one rule for every path Eggshell writes under: the data root, the manager's socket
     directory, the stores. Whoever owns a link can point it anywhere, at any time: a data
-    root reached through another user's link would have Eggshell fill (or, before, chmod) a
+    root reached through another user's link would have Eggshell fill (and chmod) a
     directory of their choosing. A link of yours or root's (/tmp -> /private/tmp, your own
     ~/data -> /big/disk/data) is followed. The path is resolved one component at a time, as
     the kernel does, one lstat each (hooks call this at every event); a missing component
@@ -280,7 +280,7 @@ def private_problem(path: str, what: str, kind: str) -> str | None:
         return refusal(path, "another user owns it (owner %s, mode %04o)" % (_user(st.st_uid), st.st_mode & 0o7777),
                        kind, "700")
     if st.st_mode & 0o077:
-        return ("%s: refused: others can enter it (mode %04o); %s is kept private, and Eggshell changes the mode of "
+        return ("%s: refused: others can read or enter it (mode %04o); %s is kept private, and Eggshell changes the mode of "
                 "no directory it did not make: if it is yours alone to use, `chmod 700 %s`" % (
                     path, st.st_mode & 0o7777, what, path))
     return None

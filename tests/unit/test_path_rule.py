@@ -221,7 +221,7 @@ def test_an_existing_data_root_open_to_others_is_refused_not_chmodded(tmp_path, 
     replies = turn(env)
     assert replies[1:] == [{}, {}, {}]
     msg = replies[0]["systemMessage"]
-    assert msg.startswith(OFF_ALL + "%s: refused: others can enter it (mode %04o)" % (env.data, mode)), msg
+    assert msg.startswith(OFF_ALL + "%s: refused: others can read or enter it (mode %04o)" % (env.data, mode)), msg
     assert "`chmod 700 %s`" % env.data in msg, msg
     assert snapshot(env.data) == before
 

@@ -235,7 +235,7 @@ def test_a_loose_data_root_is_refused_and_never_chmodded(tmp_path):
     assert os.listdir(chat.data) == []  # no journal, no state, not even a log line
     os.chmod(chat.data, 0o750)
     r = chat.egg("status")
-    assert r.returncode == 2 and "%s: refused: others can enter it (mode 0750)" % chat.data in r.stderr
+    assert r.returncode == 2 and "%s: refused: others can read or enter it (mode 0750)" % chat.data in r.stderr
     assert "`chmod 700 %s`" % chat.data in r.stderr
     assert os.stat(chat.data).st_mode & 0o777 == 0o750
     os.chmod(chat.data, 0o700)  # the fix it names

@@ -193,8 +193,8 @@ def test_a_data_root_open_to_others_turns_memory_off_and_keeps_its_mode(env):
     os.makedirs(env.data)
     os.chmod(env.data, 0o755)
     msg = message(env)
-    assert msg.startswith("Eggshell is OFF (nothing is recorded or handed over, in any project): %s: refused: others "
-                          "can enter it (mode 0755)" % env.data), msg
+    assert msg.startswith("Eggshell is OFF (nothing is recorded or handed over, in any project): %s: refused: others can read "
+                          "or enter it (mode 0755)" % env.data), msg
     assert "`chmod 700 %s`" % env.data in msg
     assert os.listdir(env.data) == [] and stat.S_IMODE(os.stat(env.data).st_mode) == 0o755
 
