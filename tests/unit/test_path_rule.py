@@ -330,3 +330,20 @@ def test_the_users_own_global_file_may_name_a_store_anywhere(tmp_path):
     g.write_text('[eggs]\nshared = "%s"\n' % (tmp_path / "team" / "shared.egg"))
     got = config.read_file(str(g), "global")
     assert dict(got["eggs"])["shared"] == str(tmp_path / "team" / "shared.egg")
+
+
+def test_egg_init_writes_nothing_through_a_linked_eggs_directory(tmp_path):
+    """A repository whose `.eggs` is a link to `.git/hooks/` (the default store, named by no key):
+    `egg init` refuses it instead of writing `.gitignore` there, and a turn records nothing there."""
+    env = Env(tmp_path)
+    env.write_config('mode = "lexical"\n')  # no `egg` key: the default .eggs/work.egg
+    hooks = os.path.join(env.project, ".git", "hooks")
+    os.makedirs(hooks)
+    os.symlink(".git/hooks", os.path.join(env.project, ".eggs"))
+    r = subprocess.run([os.path.join(REPO, "bin", "egg"), "init", env.project], capture_output=True, text=True,
+                       timeout=60, env=env.proc_env(), cwd=env.project)
+    assert r.returncode != 0 and "%s: is a symbolic link" % os.path.join(env.project, ".eggs") in r.stderr, r.stderr
+    replies = turn(env)
+    assert replies[1:] == [{}, {}, {}]
+    assert "is a symbolic link" in replies[0]["systemMessage"], replies[0]
+    assert os.listdir(hooks) == []
