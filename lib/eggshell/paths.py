@@ -157,7 +157,7 @@ def store_problem(path: str) -> str | None:
     and again, on open descriptors, when the turn is committed (store._Locked).
     """
     d = os.path.dirname(os.path.abspath(path))
-    why = foreign_link(os.path.dirname(d))
+    why = foreign_link(d)  # another user's link, even the directory itself, is named with its owner
     if why is not None:
         return why
     for p, mine_only in ((d, False), (path, True), (path + ".lock", True)):

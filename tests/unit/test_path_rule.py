@@ -176,11 +176,15 @@ def test_your_own_link_is_followed(nobody_home, owner, accepted):
         assert got.startswith("refused: %s: refused: it is a symbolic link owned by " % link) and "uid 1)" in got, got
 
 
-def test_a_socket_directory_through_another_users_link_is_never_made_or_used(tmp_path):
-    """The fallback socket directory (a long data root) under $XDG_RUNTIME_DIR or /tmp."""
+@pytest.mark.parametrize("where", ["the socket directory itself", "a parent of it"])
+def test_a_socket_directory_through_another_users_link_is_never_made_or_used(tmp_path, where):
+    """The fallback socket directory (a long data root): `eggshell-UID/` under $XDG_RUNTIME_DIR or /tmp."""
     target = system_dir(tmp_path)
-    link = link_of(NOBODY, target, tmp_path / "xdg")
-    sock_dir = os.path.join(link, "eggshell-0")
+    if where == "a parent of it":
+        link = link_of(NOBODY, target, tmp_path / "xdg")
+        sock_dir = os.path.join(link, "eggshell-0")
+    else:
+        link = sock_dir = link_of(NOBODY, target, tmp_path / "eggshell-0")
     run = tmp_path / "run"
     run.mkdir(mode=0o700)
     before = snapshot(target)
@@ -188,15 +192,21 @@ def test_a_socket_directory_through_another_users_link_is_never_made_or_used(tmp
     assert isinstance(got, str), got  # the manager refuses to listen there
     refuses_link(got, link)
     assert snapshot(target) == before
-    os.mkdir(os.path.join(target, "eggshell-0"), 0o700)  # one made there anyway (by root): a hook never talks to it
+    if where == "a parent of it":
+        os.mkdir(os.path.join(target, "eggshell-0"), 0o700)  # one made there anyway (by root): a hook never talks to it
     refuses_link(client.unsafe_dir(sock_dir) or "", link)
 
 
-def test_a_store_through_another_users_link_is_refused_and_left_alone(tmp_path, monkeypatch):
-    """A store named by the user's explicit config, whose directory's parent is someone else's link."""
+@pytest.mark.parametrize("where", ["the store's directory itself", "a parent of it"])
+def test_a_store_through_another_users_link_is_refused_and_left_alone(tmp_path, monkeypatch, where):
+    """A store named by the user's explicit config, reached through someone else's link."""
     target = system_dir(tmp_path)
-    link = link_of(NOBODY, target, tmp_path / "shared")
-    store = os.path.join(link, "team", "work.egg")
+    if where == "a parent of it":
+        link = link_of(NOBODY, target, tmp_path / "shared")
+        store = os.path.join(link, "team", "work.egg")
+    else:
+        link = link_of(NOBODY, target, tmp_path / "team")
+        store = os.path.join(link, "work.egg")
     env = Env(tmp_path)
     explicit = tmp_path / "mine.toml"
     explicit.write_text('egg = "%s"\nmode = "lexical"\n' % store)

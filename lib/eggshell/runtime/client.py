@@ -129,7 +129,7 @@ def unsafe_dir(path: str) -> str | None:
     """
     from eggshell.paths import foreign_link
 
-    why = foreign_link(os.path.dirname(path))
+    why = foreign_link(path)
     if why is not None:
         return why
     try:
