@@ -4,6 +4,11 @@
     $EGGSHELL_DATA_ROOT                   default $PREFIX/share/eggshell/data
     $PREFIX/config/eggshell/config.toml   the user's global config
     $CODEX_HOME                           default ~/.codex
+
+And the one rule for every path Eggshell writes under (the data root, the socket directory,
+the stores; docs/security.md): no other user's symlink on the way (foreign_link), no chmod
+of a directory Eggshell did not make (private_dir, private_problem, check_data_root), and a
+project's stores only under its .eggs/ (project_store_problem).
 """
 
 from __future__ import annotations

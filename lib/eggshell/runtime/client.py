@@ -8,7 +8,7 @@ ujson: this module is on the path of every tool call.
 
 What a hook sends is a chat's prompts and tool output, so it talks only to a manager it
 has verified (`reach`): the socket's directory (and run/) is this user's alone (lstat: a
-symlink is refused, not followed), the socket inode is this user's, and the process
+symlink is refused, not followed; no other user's link on the way, paths.foreign_link), the socket inode is this user's, and the process
 listening on it runs as this user (SO_PEERCRED), all before a byte is sent. The manager
 then says hello from its accept thread at once. A manager that is stopped (SIGSTOP: its
 state in /proc, seen at once) or said no hello for a whole budget (hung) is noted in run/
