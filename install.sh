@@ -50,7 +50,8 @@ Steps:
                      ~/.config/fish/conf.d/eggshell.fish; any other: ~/.profile),
                      ending in "# added by Eggshell install.sh"; a rerun adds nothing.
                      The output names the file; delete the line to undo it
-  [5/5] directories  the data root and $PREFIX/config/eggshell (both mode 0700)
+  [5/5] directories  the data root and $PREFIX/config/eggshell (made with mode 0700; an existing
+                     data root must be yours and 0700 already: it is never chmodded)
 
 Running it again reuses the venv and the model files whose checksums match, and
 always reinstalls the package so that code changes land.
@@ -565,14 +566,23 @@ fi
 # =============================================================================================
 step 5 "directories"
 step_hint="check that the parent directories are writable (or set EGGSHELL_DATA_ROOT)"
+# The data root passes Eggshell's one rule for where it writes (paths.check_data_root, docs/security.md):
+# no other user's symlink on the way, yours, and 0700. A directory made here is 0700 from the start
+# (umask 077); an existing one is never chmodded: a loose one stops the install with the chmod to run.
+why=$("$vpy" -c 'import sys
+from eggshell.paths import UnsafePath, check_data_root
+try:
+    check_data_root(sys.argv[1])
+except UnsafePath as e:
+    print(e)' "$data_root" 2>>"$log") || die "cannot check the data root $data_root"
+[ -z "$why" ] || die "$why"
 for d in "$data_root" "$config_dir"; do
   if [ -d "$d" ]; then
     info "reusing $d"
   else
-    mkdir -p "$d" 2>>"$log" || die "cannot create $d"
-    info "created $d"
+    (umask 077 && mkdir -p "$d") 2>>"$log" || die "cannot create $d"
+    info "created $d (mode 0700)"
   fi
-  chmod 700 "$d" 2>>"$log" || die "cannot set mode 0700 on $d"
 done
 if [ -f "$config_dir/config.toml" ]; then info "kept your $config_dir/config.toml"; fi
 

@@ -41,15 +41,19 @@ def private_tmp(env) -> None:
 
     Nothing Eggshell writes may land outside the prefix, the data root and the project;
     even importing portalocker probes the system temp directory with a file of its own
-    (tempfile.gettempdir). A data root that does not exist yet, or is another user's, leaves TMPDIR as it was.
+    (tempfile.gettempdir). A data root that does not exist yet, or is refused (another user's,
+    reached through another user's link, open to others), leaves TMPDIR as it was.
     """
-    from eggshell.paths import from_env, private_dir
+    from eggshell.paths import UnsafePath, check_data_root, from_env, private_dir
 
     root = from_env(env).data_root
     try:
-        if os.stat(root).st_uid != os.geteuid():
-            return  # someone else's: nothing goes in there (paths.secure_data_root says why)
+        check_data_root(root)
+        if not os.path.isdir(root):
+            return
         d = private_dir(os.path.join(root, "tmp"))
+    except UnsafePath:
+        return  # nothing goes in there (the hook or command says why)
     except OSError:  # none yet: a hook outside any project must create nothing
         return
     env.setdefault("EGGSHELL_SYSTEM_TMPDIR", env.get("TMPDIR") or "/tmp")  # where the socket fallback lives (client.py)

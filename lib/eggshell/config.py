@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from eggshell.errors import EggshellError
-from eggshell.paths import PROJECT_CONFIG, Paths, find_project, refusal, untrusted
+from eggshell.paths import PROJECT_CONFIG, Paths, find_project, project_store_problem, refusal, untrusted
 
 
 class ConfigError(EggshellError, ValueError):
@@ -239,7 +239,7 @@ def _check(path: str, key: str, value: Any, where: str) -> Any:
     if key == "egg" and not value.strip():
         raise ConfigError("%s: 'egg' must not be empty" % path)
     if key == "egg" and where == "project":
-        _inside_project(path, "'egg'", value)
+        _under_eggs(path, "'egg'", value)
     if key == "default" and not _NAME.match(value):
         raise ConfigError("%s: 'default' must be %s (letters, digits, _ . -), got %r" % (path, desc, value))
     if key == "handoff_chars" and not 200 <= value <= 48000:
@@ -323,6 +323,21 @@ def _inside_project(path: str, what: str, value: str) -> str:
     return p
 
 
+def _under_eggs(path: str, what: str, value: str) -> str:
+    """The absolute path of a store a project file names, refused unless it is under the project's .eggs/.
+
+    Any store a project file names may be written (`egg keep NAME`, its profiles' `write`),
+    and the file comes with the repository: paths.project_store_problem is the rule.
+    """
+    root = os.path.dirname(os.path.abspath(path))
+    why = project_store_problem(root, value)
+    if why is not None:
+        raise ConfigError("%s: %s = %r %s; a project file names stores only under the project's .eggs/ (a repository "
+                          "must not point Eggshell's writes at .git/hooks/ or anywhere else): name one like "
+                          "\".eggs/work.egg\", or name a store elsewhere in your own global config" % (path, what, value, why))
+    return os.path.normpath(os.path.join(root, value))
+
+
 def _check_eggs(path: str, table: dict, where: str) -> tuple[tuple[str, str], ...]:
     base = os.path.dirname(os.path.abspath(path))
     out = []
@@ -336,7 +351,7 @@ def _check_eggs(path: str, table: dict, where: str) -> tuple[tuple[str, str], ..
             raise ConfigError("%s: %s: 'project' is the built-in egg of each project (its 'egg' key); give a global "
                               "egg another name" % (path, what))
         if where == "project":
-            out.append((name, _inside_project(path, what, value)))
+            out.append((name, _under_eggs(path, what, value)))
         else:
             out.append((name, os.path.normpath(os.path.join(base, os.path.expanduser(value)))))
     return tuple(out)

@@ -4,6 +4,11 @@
     $EGGSHELL_DATA_ROOT                   default $PREFIX/share/eggshell/data
     $PREFIX/config/eggshell/config.toml   the user's global config
     $CODEX_HOME                           default ~/.codex
+
+And the one rule for every path Eggshell writes under (the data root, the socket directory,
+the stores; docs/security.md): no other user's symlink on the way (foreign_link), no chmod
+of a directory Eggshell did not make (private_dir, private_problem, check_data_root), and a
+project's stores only under its .eggs/ (project_store_problem).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections.abc import Mapping
 from eggshell.errors import EggshellError
 
 PROJECT_CONFIG = ".eggshell.toml"
+EGGS_DIR = ".eggs"  # a project's stores: the only place its own config may point writes at
 
 
 class Paths(namedtuple("Paths", "prefix data_root global_config codex_home bin_dir")):
@@ -148,13 +154,17 @@ def _own_group(gid: int) -> bool:
 
 
 def store_problem(path: str) -> str | None:
-    """Why Eggshell must not record into the store at `path`: a symbolic link, not a regular file, or
-    a store, lock or directory someone else could have written (`untrusted`); None if none.
+    """Why Eggshell must not record into the store at `path`: another user's link on the way to it
+    (foreign_link), a symbolic link, not a regular file, or a store, lock or directory someone
+    else could have written (`untrusted`); None if none.
 
     Checked when a turn's prompt arrives (nothing is journaled for a store it may not write)
     and again, on open descriptors, when the turn is committed (store._Locked).
     """
     d = os.path.dirname(os.path.abspath(path))
+    why = foreign_link(d)  # another user's link, even the directory itself, is named with its owner
+    if why is not None:
+        return why
     for p, mine_only in ((d, False), (path, True), (path + ".lock", True)):
         try:
             st = os.lstat(p)
@@ -185,7 +195,12 @@ def refusal(path: str, why: str, what: str, mode: str, fix: str | None = None) -
 
 
 def private_dir(path: str) -> str:
-    """Create a directory, and any missing parents, readable by the owner only."""
+    """Create a directory, and any missing parents, readable by the owner only.
+
+    Only what it creates gets a mode (0700, from the start); an existing directory is left as
+    it is: Eggshell never changes the mode of a directory it did not make (check_data_root,
+    private_problem). Callers writing under a path someone else could redirect check it
+    first (foreign_link)."""
     missing = []
     d = os.path.abspath(path)
     while not os.path.isdir(d):
@@ -202,24 +217,119 @@ def private_dir(path: str) -> str:
     return path
 
 
-def secure_data_root(data_root: str) -> str | None:
-    """Make an existing data root yours alone (0700); a note saying so, or None if it already was.
+MAX_LINKS = 40  # as the kernel's ELOOP: a loop of links ends the walk
 
-    It holds every journaled prompt and output. One stat when it is fine (hooks call this
-    at each event); UnsafePath if it belongs to someone else: nothing is written into it.
+
+def foreign_link(path: str) -> str | None:
+    """Why nothing may be written under `path`: a symbolic link along it that another user owns
+    (the refusal names the link, its owner and the fix); None when every link on the way is
+    yours or root's.
+
+    The one rule for every path Eggshell writes under: the data root, the manager's socket
+    directory, the stores. Whoever owns a link can point it anywhere, at any time: a data
+    root reached through another user's link would have Eggshell fill (and chmod) a
+    directory of their choosing. A link of yours or root's (/tmp -> /private/tmp, your own
+    ~/data -> /big/disk/data) is followed. The path is resolved one component at a time, as
+    the kernel does, one lstat each (hooks call this at every event); a missing component
+    ends the walk, since Eggshell makes the rest itself (private_dir).
+    """
+    me = os.geteuid()
+    todo = os.path.abspath(path).split(os.sep)[::-1]
+    cur, hops = os.sep, 0
+    while todo:
+        name = todo.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            cur = os.path.dirname(cur)
+            continue
+        p = os.path.join(cur, name)
+        try:
+            st = os.lstat(p)
+        except OSError:
+            return None
+        if not stat.S_ISLNK(st.st_mode):
+            cur = p
+            continue
+        try:
+            target = os.readlink(p)
+        except OSError:
+            return None
+        if st.st_uid not in (me, 0):
+            return ("%s: refused: it is a symbolic link owned by %s, not by you or root, so its owner can point it "
+                    "anywhere (it points to %s). Eggshell writes only through links of yours or root's: remove it "
+                    "(`rm %s`) and use a directory of yours" % (p, _user(st.st_uid), target, p))
+        hops += 1
+        if hops > MAX_LINKS:
+            return None  # a loop: opening it fails (ELOOP) and says so
+        if os.path.isabs(target):
+            cur = os.sep
+        todo.extend(target.split(os.sep)[::-1])
+    return None
+
+
+def private_problem(path: str, what: str, kind: str) -> str | None:
+    """Why the existing directory `path` is not yours alone (0700), with the fix; None if it is, or is missing.
+
+    Eggshell makes its directories 0700 (private_dir) and changes the mode of none it did not
+    make: one that others may enter is refused, and the message says which chmod fixes it.
+    `what` names it in the message ("the data root"), `kind` in the refusal of another's ("data roots").
     """
     try:
-        st = os.stat(data_root)
+        st = os.stat(path)
     except FileNotFoundError:
         return None
+    if not stat.S_ISDIR(st.st_mode):
+        return "%s: refused: %s is not a directory; move it aside" % (path, what)
     if st.st_uid != os.geteuid():
-        raise UnsafePath(refusal(data_root, "another user owns it (owner %s, mode %04o)" % (_user(st.st_uid), st.st_mode & 0o7777),
-                                 "data roots", "700") + ", or set EGGSHELL_DATA_ROOT to a directory of yours")
-    if st.st_mode & 0o077 == 0:
-        return None
-    os.chmod(data_root, 0o700)
-    return "%s: the data root was mode %04o (others could read the journal and chat state); set to 0700" % (
-        data_root, st.st_mode & 0o7777)
+        return refusal(path, "another user owns it (owner %s, mode %04o)" % (_user(st.st_uid), st.st_mode & 0o7777),
+                       kind, "700")
+    if st.st_mode & 0o077:
+        return ("%s: refused: others can read or enter it (mode %04o); %s is kept private, and Eggshell changes the mode of "
+                "no directory it did not make: if it is yours alone to use, `chmod 700 %s`" % (
+                    path, st.st_mode & 0o7777, what, path))
+    return None
+
+
+def project_store_problem(root: str, value: str) -> str | None:
+    """Why a project's config may not name `value` as a store: it is not a relative path under
+    `<root>/.eggs/` reached through real directories; None if it is.
+
+    A project file comes with the repository, so whoever wrote the repository wrote it: a
+    store named `.git/hooks/post-checkout` would have Eggshell create a file git runs. So
+    no absolute path (nor `~`), no `..` (even one that comes back), nothing outside `.eggs/`,
+    and no symbolic link on the way or at the store itself (lstat of each existing component).
+    """
+    if value.startswith("~") or os.path.isabs(value):
+        return "is an absolute path"
+    if ".." in value.split("/"):
+        return "goes through '..'"
+    rel = os.path.normpath(value)
+    parts = rel.split(os.sep)
+    if parts[0] != EGGS_DIR or len(parts) < 2:
+        return "is outside %s/" % EGGS_DIR
+    d = root
+    for part in parts:
+        d = os.path.join(d, part)
+        try:
+            st = os.lstat(d)
+        except OSError:
+            return None  # missing from here on: Eggshell makes it, 0700, without following links
+        if stat.S_ISLNK(st.st_mode):
+            return "goes through a symbolic link, %s (to %s)" % (d, os.readlink(d))
+    return None
+
+
+def check_data_root(data_root: str) -> None:
+    """Refuse (UnsafePath) a data root reached through another user's link, someone else's, or open to others.
+
+    It holds every journaled prompt and output. Missing, it is fine: Eggshell makes it 0700.
+    A few lstats and one stat when it is fine (hooks call this at every event); nothing is
+    written into a refused one, and its mode is never changed (private_problem).
+    """
+    why = foreign_link(data_root) or private_problem(data_root, "the data root", "data roots")
+    if why is not None:
+        raise UnsafePath(why + ", or set EGGSHELL_DATA_ROOT to a directory of yours")
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -87,20 +87,21 @@ def test_global_file_applies_outside_projects(paths, tmp_path):
 
 
 def test_nearest_project_file_wins(paths, project):
-    write_project(project, 'egg = "outer.egg"\n')
+    write_project(project, 'egg = ".eggs/outer.egg"\n')
     inner = project / "sub" / "inner"
     inner.mkdir(parents=True)
-    (project / "sub" / PROJECT_CONFIG).write_text('egg = "inner.egg"\n')
+    (project / "sub" / PROJECT_CONFIG).write_text('egg = ".eggs/inner.egg"\n')
     cfg = config.load(paths, str(inner))
     assert cfg.project_root == str(project / "sub")
-    assert cfg.write_egg == str(project / "sub" / "inner.egg")
+    assert cfg.write_egg == str(project / "sub" / ".eggs" / "inner.egg")
 
 
 def test_read_stores_relative_to_root_write_store_first_without_repeats(paths, project):
-    write_project(project, 'egg = "a/../w.egg"\nread = ["shared/team.egg", "w.egg", "sub/../x.egg"]\n')
+    write_project(project, 'egg = ".eggs/w.egg"\nread = ["shared/team.egg", ".eggs/w.egg", "sub/../x.egg"]\n')
     cfg = config.load(paths, str(project))
-    assert cfg.write_egg == str(project / "w.egg")
-    assert cfg.read_eggs == [str(project / "w.egg"), str(project / "shared" / "team.egg"), str(project / "x.egg")]
+    w = str(project / ".eggs" / "w.egg")
+    assert cfg.write_egg == w
+    assert cfg.read_eggs == [w, str(project / "shared" / "team.egg"), str(project / "x.egg")]
 
 
 @pytest.mark.parametrize("entry", ["~/all.egg", "/abs/x.egg", "../other/.eggs/work.egg"])
@@ -213,10 +214,10 @@ def test_outside_a_project_every_builtin_profile_is_off(paths, tmp_path):
 
 def test_profiles_inherit_the_top_level_defaults_and_may_override_them(paths, project):
     write_global(paths, "handoff_chars = 3000\nlocal_union = false\n")
-    write_project(project, '[eggs]\nnotes = "n.egg"\n[profiles.lean]\nread = ["notes"]\nhandoff_chars = 500\n'
+    write_project(project, '[eggs]\nnotes = ".eggs/n.egg"\n[profiles.lean]\nread = ["notes"]\nhandoff_chars = 500\n'
                            '[profiles.wide]\nread = ["project", "notes"]\nwrite = "notes"\nlocal_union = true\n')
     cfg = config.load(paths, str(project))
-    n, w = str(project / "n.egg"), str(project / ".eggs" / "work.egg")
+    n, w = str(project / ".eggs" / "n.egg"), str(project / ".eggs" / "work.egg")
     assert cfg.selection("lean") == Selection("lean", True, (n,), None, 500, False)
     assert cfg.selection("wide") == Selection("wide", True, (n, w), n, 3000, True)  # write first, no repeats
     assert cfg.selection("work").handoff_chars == 3000 and cfg.selection("work").local_union is False
@@ -239,9 +240,9 @@ def test_default_picks_the_profile_and_drives_write_and_read_eggs(paths, project
 
 
 def test_a_redefined_builtin_replaces_it(paths, project):
-    write_project(project, '[eggs]\nother = "o.egg"\n[profiles.work]\nread = ["other"]\nwrite = "other"\n')
+    write_project(project, '[eggs]\nother = ".eggs/o.egg"\n[profiles.work]\nread = ["other"]\nwrite = "other"\n')
     cfg = config.load(paths, str(project))
-    o = str(project / "o.egg")
+    o = str(project / ".eggs" / "o.egg")
     assert cfg.selection("work") == Selection("work", True, (o,), o, 8000, True)
     assert cfg.profiles == ("work", "private", "off")
 
@@ -305,9 +306,9 @@ def test_the_template_no_longer_spells_out_off_and_private():
 
 
 def test_eggs_project_names_the_builtin_egg(paths, project):
-    write_project(project, '[eggs]\nproject = "mem/main.egg"\n')
+    write_project(project, '[eggs]\nproject = ".eggs/main.egg"\n')
     cfg = config.load(paths, str(project))
-    assert cfg.egg == os.path.join("mem", "main.egg") and cfg.write_egg == str(project / "mem" / "main.egg")
+    assert cfg.egg == os.path.join(".eggs", "main.egg") and cfg.write_egg == str(project / ".eggs" / "main.egg")
 
 
 def test_global_eggs_resolve_against_the_global_file_and_expand_home(paths, project, monkeypatch):
@@ -352,7 +353,7 @@ def test_unknown_profile_names_the_known_ones_and_the_files(paths, project):
         ('[eggs]\n"a b" = "x.egg"\n', "an egg name may hold only letters"),
         ('default = "nope"\n', "'default' names profile 'nope', which is not defined (known: work, private, off)"),
         ('default = 3\n', "'default' must be a profile name"),
-        ('egg = "a.egg"\n[eggs]\nproject = "b.egg"\n', "both 'egg' and [eggs] project name the project's store"),
+        ('egg = ".eggs/a.egg"\n[eggs]\nproject = ".eggs/b.egg"\n', "both 'egg' and [eggs] project name the project's store"),
     ],
 )
 def test_bad_profiles_and_eggs_name_the_file_and_key(paths, project, text, message):
@@ -394,45 +395,46 @@ def test_a_global_default_must_name_a_global_or_builtin_profile(paths, project):
         ('[eggs]\nproject = "../x.egg"\n', "[eggs] project"),
     ],
 )
-def test_project_eggs_must_stay_inside_the_project(paths, project, text, key):
+def test_project_eggs_must_stay_under_eggs(paths, project, text, key):
     write_project(project, text)
     with pytest.raises(ConfigError) as e:
         config.load(paths, str(project))
     msg = str(e.value)
     assert msg.startswith(str(project / PROJECT_CONFIG) + ": %s = " % key)
-    assert "outside the project" in msg and "global config" in msg
+    assert "only under the project's .eggs/" in msg and "global config" in msg
 
 
-def test_project_egg_through_a_symlink_that_leaves_the_project_is_refused(paths, project, tmp_path):
+def test_project_egg_through_a_symlink_is_refused(paths, project, tmp_path):
     (tmp_path / "elsewhere").mkdir()
-    (project / "link").symlink_to(tmp_path / "elsewhere")
-    for text, key in (('egg = "link/work.egg"\n', "'egg'"), ('[eggs]\nx = "link/deep/x.egg"\n', "[eggs] x")):
+    (project / ".eggs").mkdir()
+    (project / ".eggs" / "link").symlink_to(tmp_path / "elsewhere")
+    for text, key in (('egg = ".eggs/link/work.egg"\n', "'egg'"), ('[eggs]\nx = ".eggs/link/deep/x.egg"\n', "[eggs] x")):
         write_project(project, text)
-        with pytest.raises(ConfigError, match="symbolic link that leaves the project") as e:
+        with pytest.raises(ConfigError, match="goes through a symbolic link, %s" % (project / ".eggs" / "link")) as e:
             config.load(paths, str(project))
         assert str(e.value).startswith(str(project / PROJECT_CONFIG) + ": %s = " % key)
-    # one that stays inside is refused too (a save never follows a link below the root), naming the real directory
-    (project / "real").mkdir()
-    (project / "inner").symlink_to(project / "real")
-    write_project(project, 'egg = "inner/work.egg"\n')
-    with pytest.raises(ConfigError, match="goes through the symbolic link %s; .* name real instead" % (project / "inner")):
+    # one that stays inside is refused too (a save never follows a link below the root)
+    (project / ".eggs" / "real").mkdir()
+    (project / ".eggs" / "inner").symlink_to(project / ".eggs" / "real")
+    write_project(project, 'egg = ".eggs/inner/work.egg"\n')
+    with pytest.raises(ConfigError, match="goes through a symbolic link, %s" % (project / ".eggs" / "inner")):
         config.load(paths, str(project))
-    write_project(project, 'egg = "real/work.egg"\n')
-    assert config.load(paths, str(project)).write_egg == str(project / "real" / "work.egg")
+    write_project(project, 'egg = ".eggs/real/work.egg"\n')
+    assert config.load(paths, str(project)).write_egg == str(project / ".eggs" / "real" / "work.egg")
 
 
 def test_a_project_under_a_symlinked_directory_is_fine(paths, tmp_path):
     (tmp_path / "real" / "proj").mkdir(parents=True)
     (tmp_path / "alias").symlink_to(tmp_path / "real")
     proj = tmp_path / "alias" / "proj"
-    write_project(proj, '[eggs]\nx = "mem/x.egg"\n')
-    assert config.load(paths, str(proj)).egg_paths["x"] == str(proj / "mem" / "x.egg")
+    write_project(proj, '[eggs]\nx = ".eggs/x.egg"\n')
+    assert config.load(paths, str(proj)).egg_paths["x"] == str(proj / ".eggs" / "x.egg")
 
 
 @pytest.mark.parametrize(
     "global_text, project_text, label",
     [
-        ('[eggs]\nshared = "s.egg"\n', '[eggs]\nshared = "mine.egg"\n', "[eggs] shared"),
+        ('[eggs]\nshared = "s.egg"\n', '[eggs]\nshared = ".eggs/mine.egg"\n', "[eggs] shared"),
         ('[profiles.research]\nread = ["project"]\n', '[profiles.research]\nread = ["project"]\n', "[profiles.research]"),
         ('[profiles.work]\nread = ["project"]\nwrite = "project"\nhandoff_chars = 900\n', config.PROJECT_TEMPLATE, "[profiles.work]"),
     ],

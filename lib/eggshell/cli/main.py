@@ -28,7 +28,7 @@ from eggshell.graph import eggfile as ef
 from eggshell.graph.records import TurnView, command_of, turn_views
 from eggshell.graph.store import EggError, Graph, Store, compact, merge
 from eggshell.hosts import registry
-from eggshell.paths import PROJECT_CONFIG, Paths, UnsafePath, from_env, secure_data_root
+from eggshell.paths import PROJECT_CONFIG, Paths, UnsafePath, check_data_root, from_env
 from eggshell.search.searcher import Searcher
 from eggshell.stages import common as stage
 
@@ -910,9 +910,7 @@ def main(argv: list[str]) -> int:
     a = build_parser().parse_args(argv)
     paths = from_env()
     try:
-        note = secure_data_root(paths.data_root)
-        if note is not None:
-            print("%s: note: %s" % (PROG, note), file=sys.stderr)
+        check_data_root(paths.data_root)
         return a.fn(a, paths)
     except UnsafePath as e:
         print("%s: %s" % (PROG, e), file=sys.stderr)

@@ -14,7 +14,7 @@ from eggshell import config as _config
 from eggshell.cli.common import CliError, say
 from eggshell.hosts import registry
 from eggshell.hosts.base import Host
-from eggshell.paths import PROJECT_CONFIG, Paths, private_dir
+from eggshell.paths import PROJECT_CONFIG, Paths, private_dir, store_problem
 
 EGGS_GITIGNORE = """# Eggshell stores hold your prompts and tool outputs: private by default.
 # To share a store through git, delete the `*` line below and add this line to the
@@ -40,6 +40,9 @@ def cmd_init(a, paths: Paths) -> int:
     cfg = _config.load(paths, root, env={k: v for k, v in os.environ.items() if k != "EGGSHELL_CONFIG"})
     target = cfg.write_egg or cfg.egg_paths[_config.PROJECT_EGG]
     eggs_dir = os.path.dirname(target)
+    why = store_problem(target)  # a .eggs/ that is a link (a repository's, to .git/hooks/): write nothing through it
+    if why is not None:
+        raise CliError(why)
     existed = os.path.isdir(eggs_dir)
     private_dir(eggs_dir)
     say("%s %s/" % ("kept    " if existed else "created ", eggs_dir))

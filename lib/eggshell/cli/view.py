@@ -25,7 +25,7 @@ from importlib import resources
 from eggshell.cli.common import PROG, CliError, caught_up, count, say
 from eggshell.core.identity import display_key
 from eggshell.graph.records import command_of
-from eggshell.paths import PROJECT_CONFIG, Paths, UnsafePath, private_dir, refusal, write_all
+from eggshell.paths import PROJECT_CONFIG, Paths, UnsafePath, private_dir, private_problem, refusal, write_all
 
 VIEW_DIR = "view"
 OUTPUT_CAP = 20_000  # characters of one tool output in the page; `egg show KEY` prints the rest
@@ -239,7 +239,10 @@ def _chats(paths: Paths, turns: list[dict], problems: list[str]) -> tuple[list[d
 
 
 def view_dir(paths: Paths) -> str:
-    """`<data root>/view`, yours alone (0700): it holds copies of recorded text."""
+    """`<data root>/view`, yours alone (0700): it holds copies of recorded text.
+
+    Made 0700; an existing one open to others is refused with the chmod that fixes it, never
+    chmodded (paths.private_problem: Eggshell changes the mode of no directory it did not make)."""
     import stat
 
     d = os.path.join(paths.data_root, VIEW_DIR)
@@ -249,8 +252,9 @@ def view_dir(paths: Paths) -> str:
         raise UnsafePath("%s: is not a directory (a symbolic link or a file); move it aside and run egg view again" % d)
     if st.st_uid != os.geteuid():
         raise UnsafePath(refusal(d, "another user owns it (mode %04o)" % (st.st_mode & 0o7777), "directories for recorded text", "700"))
-    if st.st_mode & 0o077:
-        os.chmod(d, 0o700)
+    why = private_problem(d, "a directory of recorded text", "directories for recorded text")
+    if why is not None:
+        raise UnsafePath(why)
     return d
 
 

@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Iterator
 from eggshell.errors import EggshellError
 from eggshell.graph import eggfile as ef
 from eggshell.core.identity import content_hex, resolve_key
-from eggshell.paths import fsync_dir, fsync_fd, private_dir, refusal, untrusted
+from eggshell.paths import foreign_link, fsync_dir, fsync_fd, private_dir, refusal, untrusted
 from eggshell.core.values import Apply, Atom, Op, Ref, ShapeError, Value, union_admissible, walk
 
 LOCK_TIMEOUT_S = 30.0
@@ -606,12 +606,18 @@ def _open_parent(path: str, within: str | None) -> int:
     `within` (the project root: the user's own way to it may go through links) each
     component is opened relative to the one above with O_NOFOLLOW, and missing ones are
     made 0700. A store outside `within` (a global egg) is reached from its directory's
-    parent. The directory must be one nobody else can write (paths.untrusted).
+    parent. The directory must be one nobody else can write (paths.untrusted), and the way to
+    `within` (or to that parent) may go only through links of yours or root's (paths.foreign_link).
     """
     d = os.path.dirname(os.path.abspath(path))
     base = os.path.abspath(within) if within else None
-    if base is None or os.path.commonpath([base, d]) != base:
+    outside = base is None or os.path.commonpath([base, d]) != base
+    if outside:
         base = os.path.dirname(d)
+    why = foreign_link(base)
+    if why is not None:
+        raise EggError("%s: %s" % (path, why))
+    if outside:
         try:
             private_dir(base)
         except OSError as e:

@@ -8,7 +8,7 @@ ujson: this module is on the path of every tool call.
 
 What a hook sends is a chat's prompts and tool output, so it talks only to a manager it
 has verified (`reach`): the socket's directory (and run/) is this user's alone (lstat: a
-symlink is refused, not followed), the socket inode is this user's, and the process
+symlink is refused, not followed; no other user's link on the way, paths.foreign_link), the socket inode is this user's, and the process
 listening on it runs as this user (SO_PEERCRED), all before a byte is sent. The manager
 then says hello from its accept thread at once. A manager that is stopped (SIGSTOP: its
 state in /proc, seen at once) or said no hello for a whole budget (hung) is noted in run/
@@ -123,8 +123,15 @@ def unsafe_dir(path: str) -> str | None:
     """Why `path` must not hold the manager's socket, or None: a directory only this user can enter.
 
     Another user who made, or can write to, the directory could listen there and receive
-    every prompt and tool output a hook sends.
+    every prompt and tool output a hook sends; so could one who owns a link on the way to it
+    (paths.foreign_link: the data root's or $XDG_RUNTIME_DIR's parents). Its mode is never
+    changed here or by the manager: one open to others is refused with the chmod that fixes it.
     """
+    from eggshell.paths import foreign_link
+
+    why = foreign_link(path)
+    if why is not None:
+        return why
     try:
         st = os.lstat(path)
     except OSError as e:
@@ -134,18 +141,9 @@ def unsafe_dir(path: str) -> str | None:
     if st.st_uid != os.geteuid():
         return "%s belongs to uid %d, not to this user (uid %d)" % (path, st.st_uid, os.geteuid())
     if st.st_mode & 0o077:
-        return "%s has mode %04o: other users can enter it (it must be 0700)" % (path, stat.S_IMODE(st.st_mode))
+        return "%s has mode %04o: other users can enter it (it must be 0700: `chmod 700 %s`)" % (
+            path, stat.S_IMODE(st.st_mode), path)
     return None
-
-
-def tightenable(path: str) -> bool:
-    """A directory of this user's that others may read but not write: setting it to 0700 makes it
-    private (no one else can have put anything in it)."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
 
 
 def not_a_socket(path: str) -> str | None:
@@ -203,9 +201,9 @@ def _path_trouble(data_root: str) -> NoManager | None:
             missing = True  # none has run here yet
             continue
         why = unsafe_dir(d)
-        if why is not None:  # a manager tightens a directory of ours that others can only read; nothing else
+        if why is not None:  # no manager started either: it would refuse the same directory
             return NoManager("not talking to the manager: %s; fix or remove it (a manager makes it anew, 0700)" % why,
-                             start=tightenable(d))
+                             start=False)
     if missing:
         return NoManager("", start=True)
     if _still_unresponsive(run):

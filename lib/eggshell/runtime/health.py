@@ -104,10 +104,10 @@ def key_line(path: str, table: str | None, key: str | None) -> int | None:
 
 
 def data_root_off(data_root: str, e: OSError) -> str:
-    """A data root that cannot be checked, or was open to others and could not be made private."""
+    """A data root that cannot be checked (a stat failed: a parent not searchable, an I/O error)."""
     try:
         mode = " (mode %04o)" % (os.stat(data_root).st_mode & 0o7777)
     except OSError:
         mode = ""
-    return ("%s%s: cannot be checked or made yours alone (0700): %s; fix its permissions, or set EGGSHELL_DATA_ROOT "
+    return ("%s%s: cannot be checked: %s; fix its permissions, or set EGGSHELL_DATA_ROOT "
             "to a directory of yours" % (data_root, mode, e.strerror or e))

@@ -137,7 +137,7 @@ def managed(host, raw: str, paths: _paths.Paths, deadline_from: float, res=None,
         env = os.environ if env is None else env
         deadline = deadline_from + budget_s(event, env)
         try:
-            note = _paths.secure_data_root(paths.data_root)
+            _paths.check_data_root(paths.data_root)
         except (_paths.UnsafePath, OSError) as e:  # someone else's, or open to others: write nothing there, not even the log
             if not isinstance(e, _paths.UnsafePath):
                 from eggshell.runtime.health import data_root_off
@@ -145,8 +145,6 @@ def managed(host, raw: str, paths: _paths.Paths, deadline_from: float, res=None,
                 e = data_root_off(paths.data_root, e)
             print("%s: failed open: %s" % (PROG, e), file=sys.stderr)
             return host.reply(event, turnflow.refused_root(payload, paths, str(e))), None
-        if note is not None:
-            log_failure(paths, "data root", RuntimeError(note))
         st = turnflow.record(payload, paths)
         if st is None:
             return {}, None

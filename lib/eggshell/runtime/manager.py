@@ -37,8 +37,8 @@ import time
 
 from eggshell import __version__
 from eggshell.runtime.client import (HELLO, LOCK, LOG, REFUSED, UNRESPONSIVE, Connection, not_a_socket, peer, run_dir, socket_path,
-                                     source_stamp, tightenable, unsafe_dir)
-from eggshell.paths import Paths, UnsafePath, from_env, private_dir, secure_data_root
+                                     source_stamp, unsafe_dir)
+from eggshell.paths import Paths, UnsafePath, check_data_root, foreign_link, from_env, private_dir
 
 PROG = "egg-manager"
 IDLE_S = 300.0  # exit after this long without a request (EGGSHELL_MANAGER_IDLE overrides)
@@ -513,14 +513,15 @@ def _sealed_tail(path: str) -> bool:
 
 
 def _private(d: str) -> str | None:
-    """Make `d` (and missing parents) 0700, tighten it if it is ours and others may only read it;
-    why it still is not private, or None."""
+    """Make `d` (and missing parents) 0700 unless another user's link is on the way; why it is
+    not private, or None. An existing one is never chmodded (paths.private_dir): refused instead."""
+    why = foreign_link(d)
+    if why is not None:
+        return why
     try:
         private_dir(d)
     except OSError as e:
         return "%s cannot be made (%s)" % (d, e.strerror)
-    if tightenable(d):
-        os.chmod(d, 0o700)
     return unsafe_dir(d)
 
 
@@ -637,14 +638,10 @@ def main(argv: list[str]) -> int:
         gc.set_threshold(50_000, 20, 20)  # a large, long-lived heap: collect rarely
         idle = float(os.environ.get("EGGSHELL_MANAGER_IDLE") or IDLE_S)
         try:
-            note = secure_data_root(paths.data_root)
+            check_data_root(paths.data_root)
         except UnsafePath as e:
             print("%s: %s" % (PROG, e), file=sys.stderr)
             return 1
-        if note is not None:
-            from eggshell.log import log_failure
-
-            log_failure(paths, "manager", RuntimeError(note))
         _redirect_log(paths)
         return serve(paths, idle)
     if cmd in ("status", "stop"):

@@ -62,7 +62,7 @@ def test_init_is_idempotent_and_keeps_an_existing_config(egg, tmp_path):
     proj = tmp_path / "p"
     proj.mkdir()
     assert egg("init", str(proj))[0] == 0
-    custom = 'egg = "store/mine.egg"\ntop_k = 2\n'
+    custom = 'egg = ".eggs/store/mine.egg"\ntop_k = 2\n'
     (proj / PROJECT_CONFIG).write_text(custom)
     (proj / ".eggs" / ".gitignore").write_text("mine\n")
     rc, out, _ = egg("init", str(proj))
@@ -70,7 +70,7 @@ def test_init_is_idempotent_and_keeps_an_existing_config(egg, tmp_path):
     assert (proj / PROJECT_CONFIG).read_text() == custom
     assert (proj / ".eggs" / ".gitignore").read_text() == "mine\n"
     # the configured store's directory is made, with its own .gitignore
-    assert (proj / "store" / ".gitignore").read_text() == EGGS_GITIGNORE
+    assert (proj / ".eggs" / "store" / ".gitignore").read_text() == EGGS_GITIGNORE
 
 
 def test_init_gitignore_keeps_stores_out_of_git(egg):

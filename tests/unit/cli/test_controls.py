@@ -294,11 +294,11 @@ def test_keep_saves_to_the_turns_write_egg(egg):
 
 
 def test_keep_to_an_egg_from_the_config(egg):
-    (egg.proj / PROJECT_CONFIG).write_text(config.PROJECT_TEMPLATE.replace('project = ".eggs/work.egg"\n', 'project = ".eggs/work.egg"\nnotes = "notes.egg"\n'))
+    (egg.proj / PROJECT_CONFIG).write_text(config.PROJECT_TEMPLATE.replace('project = ".eggs/work.egg"\n', 'project = ".eggs/work.egg"\nnotes = ".eggs/notes.egg"\n'))
     egg.prompt()
     egg.tool("ls", "a\n")
-    assert egg("keep", "notes")[1] == "egg kept turn-aaa -> %s (1 tool call)\n" % (egg.proj / "notes.egg")
-    assert len(egg.turns(str(egg.proj / "notes.egg"))) == 1 and egg.turns() == []
+    assert egg("keep", "notes")[1] == "egg kept turn-aaa -> %s (1 tool call)\n" % (egg.proj / ".eggs" / "notes.egg")
+    assert len(egg.turns(str(egg.proj / ".eggs" / "notes.egg"))) == 1 and egg.turns() == []
     rc, _, err = egg("keep", "nope")
     assert rc == 1 and err == "egg: unknown egg 'nope' (known: project, notes; define it under [eggs] in %s)\n" % (egg.proj / PROJECT_CONFIG)
 
@@ -339,12 +339,12 @@ def test_drop_after_keep_says_the_turn_is_saved_already_and_how_to_forget_it(egg
     # what it says works: the key forgets that turn
     assert egg("forget", v.key)[0] == 0 and egg.turns() == []
     # a turn kept to another egg than its target is found there too
-    (egg.proj / PROJECT_CONFIG).write_text(config.PROJECT_TEMPLATE.replace('project = ".eggs/work.egg"\n', 'project = ".eggs/work.egg"\nnotes = "notes.egg"\n'))
+    (egg.proj / PROJECT_CONFIG).write_text(config.PROJECT_TEMPLATE.replace('project = ".eggs/work.egg"\n', 'project = ".eggs/work.egg"\nnotes = ".eggs/notes.egg"\n'))
     egg.prompt("turn-bbbb2222")
     egg.tool("ls", "b\n", turn="turn-bbbb2222")
     assert egg("keep", "notes")[0] == 0
     rc, out, _ = egg("drop")
-    assert rc == 0 and "but it was already saved to %s (1 tool call)" % (egg.proj / "notes.egg") in out
+    assert rc == 0 and "but it was already saved to %s (1 tool call)" % (egg.proj / ".eggs" / "notes.egg") in out
 
 
 def test_drop_with_nothing_journaled_names_a_last_turn_that_was_saved(egg):

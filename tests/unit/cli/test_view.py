@@ -240,9 +240,12 @@ def test_default_page_is_owner_only_under_the_data_root(egg):
     assert os.path.dirname(path) == os.path.join(data_root, "view")
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
-    os.chmod(os.path.dirname(path), 0o755)  # loosened by hand: made private again
+    os.chmod(os.path.dirname(path), 0o755)  # loosened by hand: refused, never chmodded back (issue 31.6)
+    rc, _, err = egg("view")
+    assert rc != 0 and "`chmod 700 %s`" % os.path.dirname(path) in err
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o755
+    os.chmod(os.path.dirname(path), 0o700)  # the fix it names
     assert egg("view")[1].strip() == path  # one page per set of stores, replaced
-    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
     assert [n for n in os.listdir(os.path.dirname(path))] == [os.path.basename(path)]  # no temporary file left
 
 

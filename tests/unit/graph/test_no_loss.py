@@ -41,6 +41,7 @@ import pytest
 from helpers.hooks import answer_here
 from eggshell.stages import hook
 from eggshell.runtime.journal import Journal
+from eggshell.paths import private_dir
 from helpers import read_bytes, real_venv
 from helpers.hook_env import EGG_HOOK, Env, one_json_object
 
@@ -520,7 +521,7 @@ def chat_lock_held(env: Env):
     from eggshell.runtime.chat import control_path
 
     lock = control_path(env.paths.state_dir, "sess-1") + ".lock"
-    os.makedirs(os.path.dirname(lock), exist_ok=True)
+    private_dir(os.path.dirname(lock))  # 0700, as Eggshell makes it (a data root open to others is refused)
     code = ("import portalocker, sys, time\nf = open(%r, 'a')\nportalocker.lock(f, portalocker.LOCK_EX)\n"
             "print('locked', flush=True)\ntime.sleep(120)\n" % lock)
     p = subprocess.Popen([real_venv() + "/bin/python", "-c", code], stdout=subprocess.PIPE, text=True)

@@ -189,20 +189,20 @@ def test_a_store_another_user_planted_is_never_written(tmp_path, sticky_tmp):
 def test_a_directory_swapped_for_a_symlink_after_the_prompt_cannot_send_the_turn_outside(tmp_path):
     project = tmp_path / "repo"
     project.mkdir()
-    (project / PROJECT_CONFIG).write_text('egg = "mem/eggs/work.egg"\n' + LEXICAL)
+    (project / PROJECT_CONFIG).write_text('egg = ".eggs/mem/work.egg"\n' + LEXICAL)
     outside = tmp_path / "outside"
-    (outside / "eggs").mkdir(parents=True)
+    outside.mkdir()
     chat = Session(tmp_path, str(project))
     chat.turn("first, recorded")
-    store = project / "mem" / "eggs" / "work.egg"
+    store = project / ".eggs" / "mem" / "work.egg"
     before = store.read_bytes()
-    turn = chat.start()  # its selection names <project>/mem/eggs/work.egg
-    os.rename(project / "mem", tmp_path / "mem-moved")
-    os.symlink(outside, project / "mem")  # e.g. a checkout that made mem/ a link
+    turn = chat.start()  # its selection names <project>/.eggs/mem/work.egg
+    os.rename(project / ".eggs" / "mem", tmp_path / "mem-moved")
+    os.symlink(outside, project / ".eggs" / "mem")  # e.g. a checkout that made mem/ a link
     chat.stop(turn)
-    assert sorted(os.listdir(outside / "eggs")) == []  # nothing written outside the project
-    assert (tmp_path / "mem-moved" / "eggs" / "work.egg").read_bytes() == before
-    assert "%s: %s is a symbolic link or not a directory" % (store, project / "mem") in chat.log
+    assert sorted(os.listdir(outside)) == []  # nothing written outside the project
+    assert (tmp_path / "mem-moved" / "work.egg").read_bytes() == before
+    assert "%s: is a symbolic link; Eggshell refuses symlinked paths" % (project / ".eggs" / "mem") in chat.log
     assert len(files_holding(os.path.join(chat.data, "journal"), "canary-7f3a9")) == 1  # the turn is still queued
 
 
@@ -222,7 +222,8 @@ def test_a_store_with_a_loose_mode_is_made_0600_at_the_next_write(tmp_path):
     assert "%s: was mode 0644 (others could read every recorded turn); set to 0600" % store in chat.log
 
 
-def test_a_loose_data_root_is_made_0700(tmp_path):
+def test_a_loose_data_root_is_refused_and_never_chmodded(tmp_path):
+    """Eggshell changes the mode of no directory it did not make (issue 31.6): it says which chmod fixes it."""
     project = tmp_path / "repo"
     project.mkdir()
     (project / PROJECT_CONFIG).write_text(LEXICAL)
@@ -230,12 +231,16 @@ def test_a_loose_data_root_is_made_0700(tmp_path):
     os.mkdir(chat.data, 0o755)
     os.chmod(chat.data, 0o755)
     chat.turn()
-    assert os.stat(chat.data).st_mode & 0o777 == 0o700
-    assert "%s: the data root was mode 0755 (others could read the journal and chat state); set to 0700" % chat.data in chat.log
+    assert os.stat(chat.data).st_mode & 0o777 == 0o755
+    assert os.listdir(chat.data) == []  # no journal, no state, not even a log line
     os.chmod(chat.data, 0o750)
     r = chat.egg("status")
-    assert r.returncode == 0 and "egg: note: %s: the data root was mode 0750" % chat.data in r.stderr
-    assert os.stat(chat.data).st_mode & 0o777 == 0o700
+    assert r.returncode == 2 and "%s: refused: others can read or enter it (mode 0750)" % chat.data in r.stderr
+    assert "`chmod 700 %s`" % chat.data in r.stderr
+    assert os.stat(chat.data).st_mode & 0o777 == 0o750
+    os.chmod(chat.data, 0o700)  # the fix it names
+    chat.turn()
+    assert os.path.isdir(os.path.join(chat.data, "journal"))
 
 
 def test_a_data_root_of_another_user_gets_nothing(tmp_path):

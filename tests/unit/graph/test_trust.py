@@ -225,10 +225,10 @@ def test_a_foreign_stores_union_never_lets_the_users_own_outcome_complete_anothe
     """A forged `cat .env.example` = `cat config/billing.toml` would hand the user's own (trusted) read of one file
     over as the other's; only unions the user's own commits declared count."""
     env = Env(tmp_path)
-    env.write_config('[eggs]\nproject = ".eggs/work.egg"\nshared = "vendor/shared.egg"\n'
+    env.write_config('[eggs]\nproject = ".eggs/work.egg"\nshared = ".eggs/vendor/shared.egg"\n'
                      '[profiles.work]\nread = ["project", "shared"]\nwrite = "project"\n')
     env.record_turn("show the example env", [("cat .env.example", "EXAMPLE=1\n")], "EXAMPLE=1", session="chat-1", turn="t1")
-    shared = Store(os.path.join(env.project, "vendor", "shared.egg"))
+    shared = Store(os.path.join(env.project, ".eggs", "vendor", "shared.egg"))
     shared.data_root = str(tmp_path / "elsewhere")
     shared.commit([], unions=[(bash(READ), bash("cat .env.example"))])
     assert denied(pre(env, READ)) is None
@@ -244,7 +244,7 @@ def reused(env: Env):
     """The PreToolUse handoff for READ as the hook computes it, inputs taken as verified (freshness is judged apart)."""
     res = Resources(env.data, env.paths.bin_dir, warm=False)
     ledger = res.ledger()
-    ws = trust.own_unions(res.workspace((env.egg, os.path.join(env.project, "vendor", "shared.egg"))), ledger)
+    ws = trust.own_unions(res.workspace((env.egg, os.path.join(env.project, ".eggs", "vendor", "shared.egg"))), ledger)
     return handoff(ws, Inquiry(work_text("Bash", {"command": READ}), READ, enforce=True), standing=judges(INPUTS_VERIFIED, trust.judge(ws.graphs, ledger)))
 
 

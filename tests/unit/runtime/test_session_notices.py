@@ -106,8 +106,8 @@ def test_a_key_inside_a_table_names_its_line(env):
 def test_a_refused_path_names_the_rule(env):
     env.write_config('top_k = 5\negg = "../elsewhere/work.egg"\n')
     msg = message(env)
-    assert msg.startswith(OFF + "%s line 2: 'egg' = '../elsewhere/work.egg' resolves to " % config_path(env)), msg
-    assert "outside the project" in msg and "a project file may only name stores inside its project" in msg
+    assert msg.startswith(OFF + "%s line 2: 'egg' = '../elsewhere/work.egg' goes through '..'" % config_path(env)), msg
+    assert "a project file names stores only under the project's .eggs/" in msg
 
 
 def test_a_config_others_could_write_is_refused_with_its_fix(env):
@@ -173,18 +173,30 @@ def test_a_data_root_of_another_user_turns_memory_off(env, foreign_root):
         assert os.listdir(foreign_root) == []  # nothing written there, not even the log
 
 
-def test_a_data_root_that_cannot_be_made_private_turns_memory_off(env, monkeypatch):
-    os.makedirs(env.data, 0o755)
-    os.chmod(env.data, 0o755)
+def test_a_data_root_that_cannot_be_checked_turns_memory_off(env, monkeypatch):
+    os.makedirs(env.data, 0o700)
+    real_stat = os.stat
 
-    def refuse(path, mode, *a, **k):  # the fault: a read-only or immutable directory
-        raise PermissionError(1, "Operation not permitted")
+    def failing(path, *a, **k):  # the fault: a stat that fails (an I/O error, a parent not searchable)
+        if path == env.data:
+            raise PermissionError(13, "Permission denied")
+        return real_stat(path, *a, **k)
 
-    monkeypatch.setattr("eggshell.paths.os.chmod", refuse)
+    monkeypatch.setattr("eggshell.paths.os.stat", failing)
     msg = message(env)
-    assert msg.startswith("Eggshell is OFF (nothing is recorded or handed over, in any project): %s (mode 0755): cannot "
-                          "be checked or made yours alone (0700): Operation not permitted" % env.data), msg
+    assert msg.startswith("Eggshell is OFF (nothing is recorded or handed over, in any project): %s: cannot "
+                          "be checked: Permission denied" % env.data), msg
     assert os.listdir(env.data) == []
+
+
+def test_a_data_root_open_to_others_turns_memory_off_and_keeps_its_mode(env):
+    os.makedirs(env.data)
+    os.chmod(env.data, 0o755)
+    msg = message(env)
+    assert msg.startswith("Eggshell is OFF (nothing is recorded or handed over, in any project): %s: refused: others can read "
+                          "or enter it (mode 0755)" % env.data), msg
+    assert "`chmod 700 %s`" % env.data in msg
+    assert os.listdir(env.data) == [] and stat.S_IMODE(os.stat(env.data).st_mode) == 0o755
 
 
 # -- the store ---------------------------------------------------------------------------------
@@ -199,13 +211,24 @@ def test_a_damaged_store_names_file_and_line_and_egg_fsck(env):
     assert "SessionStart EggError" in env.log_text()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="chowns the store to nobody")
 def test_a_refused_store_turns_memory_off(env, tmp_path):
+    os.makedirs(os.path.dirname(env.egg), 0o700)
+    with open(env.egg, "wb"):
+        pass
+    os.chown(env.egg, 65534, 65534)
+    msg = message(env)
+    assert msg.startswith(OFF + "%s: refused: another user owns it (owner nobody (uid 65534)" % env.egg), msg
+
+
+def test_a_symlinked_store_is_refused_by_the_config_rule(env, tmp_path):
     real = tmp_path / "real.egg"
     real.write_bytes(b"")
     os.makedirs(os.path.dirname(env.egg))
     os.symlink(real, env.egg)
-    assert message(env) == OFF + ("%s: is a symbolic link; Eggshell writes stores only through real paths (use the real "
-                                  "path)" % env.egg)
+    msg = message(env)
+    assert msg.startswith(OFF + "%s line 12: [eggs] project = '.eggs/work.egg' goes through a symbolic link, %s (to %s)" % (
+        config_path(env), env.egg, real)), msg
 
 
 # -- the semantic side -------------------------------------------------------------------------
