@@ -15,9 +15,11 @@ import ujson
 from eggshell import paths as _paths
 from eggshell.hosts import registry
 from eggshell.log import log_failure
-from eggshell.runtime.hookflow import managed, process_age
+from eggshell.runtime import hookinput
+from eggshell.runtime.hookflow import budget_s, managed, process_age
 
 PROG = "egg-hook"
+REPLY_MARGIN_S = 0.25  # of the budget, kept for writing {} when stdin is never closed
 
 USAGE = """usage: egg-hook HOST < payload.json
 
@@ -45,6 +47,21 @@ environment:
 Register it with `egg install HOST` rather than by hand.""" % ", ".join(registry.NAMES)
 
 
+def _payload(started: float) -> tuple[str, str | None]:
+    """(stdin's text, None), or (what was read, why) when stdin was not closed within the budget.
+
+    The event is not known before its payload is read: stdin gets the prompt events' budget,
+    less the moment it takes to answer {}.
+    """
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):  # no file behind it (a test's StringIO)
+        return (sys.stdin.read() if sys.stdin is not None else ""), None
+    data, why = hookinput.read(fd, started + budget_s("?") - REPLY_MARGIN_S)
+    # Bytes that are not UTF-8 become U+FFFD: one bad byte must not cost the whole event.
+    return data.decode("utf-8", "replace"), why
+
+
 def main(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help"):
         print(USAGE)
@@ -60,17 +77,19 @@ def main(argv: list[str]) -> int:
     paths = _paths.from_env()
     name = argv[0] if argv else "codex"
     host = registry.get(name)
+    why = None
     try:
-        stdin = getattr(sys.stdin, "buffer", None)
-        # Bytes that are not UTF-8 become U+FFFD: one bad byte must not cost the whole event.
-        raw = stdin.read().decode("utf-8", "replace") if stdin is not None else sys.stdin.read()
+        raw, why = _payload(started)
     except Exception as e:
         log_failure(paths, "?", e)
         raw = ""
     after = None
-    if host is None:
-        log_failure(paths, "?", ValueError("unknown host %r (known: %s)" % (name, ", ".join(registry.NAMES))))
+    if why is not None:
+        log_failure(paths, "?", TimeoutError(why))
         reply: dict = {}
+    elif host is None:
+        log_failure(paths, "?", ValueError("unknown host %r (known: %s)" % (name, ", ".join(registry.NAMES))))
+        reply = {}
     else:
         reply, after = managed(host, raw, paths, started)
     try:
