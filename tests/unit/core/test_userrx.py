@@ -46,11 +46,17 @@ def test_the_line_is_found_for_a_basic_string_with_escapes(tmp_path):
     assert str(e.value).startswith("%s/.eggshell.toml:1: 'redact' entry '(\\\\w+)\\\\1'" % env.project), str(e.value)
 
 
-def test_the_red_team_pattern_loads_and_doctor_says_the_config_is_fine(tmp_path):
+def test_the_red_team_pattern_loads_doctor_says_the_config_is_fine_and_it_runs_at_once(tmp_path):
     env = Env(tmp_path)
     env.write_config("redact = ['^(\\w+\\s?)+$']\n" + PROJECT_TEMPLATE)
-    assert load(env.paths, env.project).redact == (r"^(\w+\s?)+$",)
+    cfg = load(env.paths, env.project)
+    assert cfg.redact == (r"^(\w+\s?)+$",)
     assert check_config(Checkup(env.paths, env.project, {}))[0] == "ok"
+    prompt = "please fix the parse_config function so that it returns a dict!"
+    t = time.monotonic()
+    assert redact_text(prompt, rules(cfg.redact).extra) == prompt  # Python's `re` took minutes here
+    assert redact_text("all tests pass now", rules(cfg.redact).extra) == "[redacted: custom]"
+    assert time.monotonic() - t < 0.5
 
 
 def test_re2_refusal_is_not_printed_on_stderr(capfd):
