@@ -34,7 +34,8 @@ What must survive (the prompt, each tool result, the end of a turn) is journaled
 first, in this process. The reply then comes from the warm manager of the data
 root (started in the background when none runs; this hook then answers itself,
 ranking lexically). A hook never takes longer than its budget: 10 s for prompt and
-tool events, 2 s for Stop and end events; past it the reply is {}.
+tool events, 2 s for Stop and end events; past it the reply is {}. A stdin not
+closed within the prompt events' budget answers {} and the log says why.
 
 environment:
   EGGSHELL_MANAGER=off        answer and save in this process, start no manager
