@@ -318,10 +318,7 @@ def redact_text(text: str, extra=(), until: float | None = None) -> str:
     if extra:
         from eggshell.core import userrx
 
-        if until is None:
-            until = userrx.deadline()
-        for p in extra:
-            text = userrx.redact(p, text, until)
+        text = userrx.redact_all(extra, text, userrx.deadline() if until is None else until)
     return text
 
 

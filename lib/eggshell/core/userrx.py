@@ -7,13 +7,18 @@ RE2 (google-re2) runs in time linear in the text; what it cannot run that way
 (backreferences, lookaround, atomic groups) it refuses, and config.py reports the refusal
 with its file and line.
 
-Two costs remain, and both are bounded here:
+Three costs remain, and all are bounded here:
 - the google-re2 wrapper builds a Python object per match (1M matches of `abc` on str text took
   5 s), so matches are found on the UTF-8 bytes, without captures (the DFA alone); the group
   `secret` is looked for only inside a match, anchored to it;
 - a pattern that matches everywhere (`\\w`) still means millions of replacements: every user
-  pattern of a payload shares one deadline, and text not scanned by then is withheld with its
-  size, never kept unscanned (as redact.SCAN_CAP does for length).
+  pattern of a payload shares one deadline, checked between matches, and text not scanned by
+  then is withheld with its size, never kept unscanned (as redact.SCAN_CAP does for length);
+- linear is not always fast: a large program whose DFA does not fit RE2's memory runs on the
+  NFA, about 4 ns per byte per instruction (`(\\w+\\s?){1000}!`, 8,005 instructions, took 32 s
+  on 1 MB), and one search cannot be interrupted. RE2 releases the GIL while it searches, so a
+  text whose bound (length x program size) is not small is redacted in a worker thread that
+  the hook waits for only until the deadline; past it, the whole text is withheld.
 
 Imported only when a config has `redact` patterns: the hook of a project without them never
 loads RE2. A namedtuple, not a dataclass, like redact.py: it is on the hook path.
@@ -27,11 +32,14 @@ from collections import namedtuple
 PLACEHOLDER = b"[redacted: custom]"
 PAST_TIME = "\n[withheld: %d characters past the redaction time limit]"
 TIME_S = 1.0  # seconds all user patterns of one payload may take, whatever the text: well inside every hook budget
+INLINE_COST = 5_000_000  # characters x program instructions redacted in the caller's thread (about 20 ms at worst)
+WITHHELD = "[withheld: %d characters past the redaction time limit]"
 
 
-class UserPattern(namedtuple("UserPattern", "pattern find whole secret")):
+class UserPattern(namedtuple("UserPattern", "pattern find whole secret size")):
     """One compiled `redact` pattern: `find` (no captures) locates matches, `whole` (with captures)
-    finds the group `secret` (its number, 0 for none) inside one."""
+    finds the group `secret` (its number, 0 for none) inside one; `size` is its program's
+    instructions, which bound the time of one search with the text's length."""
 
     __slots__ = ()
 
@@ -64,12 +72,41 @@ def compile_user(pattern: str) -> UserPattern:
     if find.search(b"") is not None:
         raise ValueError("%r matches the empty string (it would mark every position)" % pattern)
     secret = whole.groupindex.get(b"secret", whole.groupindex.get("secret", 0))
-    return UserPattern(pattern, find, whole if secret else None, secret)
+    return UserPattern(pattern, find, whole if secret else None, secret, max(find.programsize, find.reverseprogramsize))
 
 
 def deadline() -> float:
     """The deadline of one payload's user patterns, from now."""
     return time.monotonic() + TIME_S
+
+
+def redact_all(patterns, text: str, until: float) -> str:
+    """`text` redacted by each of `patterns` in turn, by the deadline `until`.
+
+    A text whose bound is small runs here (if the deadline has not passed); any other runs in
+    a worker thread, and when that is not done by the deadline the whole text is withheld.
+    """
+    clock = time.monotonic
+    if len(text) * sum(p.size for p in patterns) <= INLINE_COST:
+        if clock() > until:
+            return WITHHELD % len(text)
+        for p in patterns:
+            text = redact(p, text, until)
+        return text
+    import threading
+
+    box: list = []
+
+    def work() -> None:
+        out = text
+        for p in patterns:
+            out = redact(p, out, until)
+        box.append(out)
+
+    t = threading.Thread(target=work, daemon=True)  # abandoned past the deadline: it ends with the search
+    t.start()
+    t.join(max(0.0, until - clock()))
+    return box[0] if box else WITHHELD % len(text)
 
 
 def redact(p: UserPattern, text: str, until: float) -> str:

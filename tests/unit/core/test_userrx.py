@@ -97,6 +97,17 @@ def test_a_pattern_that_matches_everywhere_stops_at_the_deadline_and_withholds_t
     out = redact_payload(p, rules((r"abc",)))
     assert time.monotonic() - t < 1.5
     assert "abc" not in out["tool_response"]  # what was not scanned is not kept
-    head, sep, _ = out["tool_response"].partition("\n[withheld: ")
+    head, sep, _ = out["tool_response"].partition("[withheld: ")  # the scanned head, or none of it
     assert sep and out["tool_response"].endswith(" characters past the redaction time limit]")
     assert set(head.split()) <= {"[redacted:", "custom]"}
+
+
+def test_a_search_too_slow_for_its_text_is_abandoned_at_the_deadline(monkeypatch, capfd):
+    monkeypatch.setattr(userrx, "TIME_S", 0.2)
+    extra = rules((r"(\w+\s?){1000}!",)).extra  # 8,005 instructions: RE2's NFA, about 30 s per MB
+    text = "ab " * 100_000
+    t = time.monotonic()
+    assert redact_text(text, extra) == "[withheld: %d characters past the redaction time limit]" % len(text)
+    assert time.monotonic() - t < 1.0
+    assert redact_text("ab ab!", extra) == "ab ab!"  # a short text runs here, at once
+    assert capfd.readouterr().err == ""  # nor does RE2 log its DFA running out of memory

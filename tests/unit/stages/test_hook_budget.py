@@ -125,3 +125,21 @@ def test_a_whole_payload_on_a_stdin_left_open_is_journaled_and_answered(tmp_path
         proc.wait()
         proc.stdout.close()
         proc.stderr.close()
+
+
+@pytest.mark.slow
+def test_a_pattern_too_slow_for_its_text_withholds_that_text_and_the_hook_answers_in_time(tmp_path):
+    """Linear is not always fast: this pattern's 8,005-instruction program runs on RE2's NFA at
+    about 30 s per MB, in one search no check between matches can stop (core/userrx.py)."""
+    env = Env(tmp_path)
+    env.write_config("redact = ['(\\w+\\s?){1000}!', 'ACME-[0-9]{6}']\n" + PROJECT_TEMPLATE)
+    output = "ab " * 300_000
+    took = {}
+    _, took["prompt"] = timed(env, env.prompt("summarise the log for ACME-123456"))
+    _, took["tool"] = timed(env, env.tool("cat big.log", output))
+    _, took["stop"] = timed(env, env.stop("nothing in it for ACME-654321"))
+    assert max(took.values()) < WELL_WITHIN_S, took
+    (v,) = env.views()
+    assert v.prompt == "summarise the log for [redacted: custom]"
+    assert [t.outcome for t in v.tools] == ["[withheld: %d characters past the redaction time limit]" % len(output)]
+    assert v.answer == "nothing in it for [redacted: custom]"
