@@ -34,6 +34,8 @@ PAST_TIME = "\n[withheld: %d characters past the redaction time limit]"
 TIME_S = 1.0  # seconds all user patterns of one payload may take, whatever the text: well inside every hook budget
 INLINE_COST = 5_000_000  # characters x program instructions redacted in the caller's thread (about 20 ms at worst)
 WITHHELD = "[withheld: %d characters past the redaction time limit]"
+MAX_MEM = 2 << 20  # bytes of RE2 memory per compiled pattern (program and DFA cache): 64 patterns stay small
+_compiled: dict = {}  # pattern -> UserPattern: a hook checks its config, then redacts with it
 
 
 class UserPattern(namedtuple("UserPattern", "pattern find whole secret size")):
@@ -50,6 +52,7 @@ def _options(capture: bool):
     o = re2.Options()
     o.log_errors = False  # RE2 would print its refusal on stderr, which a host may show the user
     o.never_capture = not capture
+    o.max_mem = MAX_MEM  # past it RE2 refuses the pattern (too large) or searches on its NFA
     return o
 
 
@@ -60,6 +63,9 @@ def _reason(e: Exception) -> str:
 
 def compile_user(pattern: str) -> UserPattern:
     """`pattern` compiled by RE2; ValueError with RE2's reason when it refuses it."""
+    done = _compiled.get(pattern)
+    if done is not None:
+        return done
     import re2
 
     src = pattern.encode("utf-8", "surrogatepass")
@@ -72,7 +78,9 @@ def compile_user(pattern: str) -> UserPattern:
     if find.search(b"") is not None:
         raise ValueError("%r matches the empty string (it would mark every position)" % pattern)
     secret = whole.groupindex.get(b"secret", whole.groupindex.get("secret", 0))
-    return UserPattern(pattern, find, whole if secret else None, secret, max(find.programsize, find.reverseprogramsize))
+    out = _compiled[pattern] = UserPattern(pattern, find, whole if secret else None, secret,
+                                           max(find.programsize, find.reverseprogramsize))
+    return out
 
 
 def deadline() -> float:
