@@ -373,7 +373,7 @@ info "installing eggshell"
 "$vpy" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation "$tmp/src" >>"$log" 2>&1 \
   || die "pip install of eggshell into $venv failed"
 "$vpy" -m pip check >>"$log" 2>&1 || die "the installed packages do not fit together (pip check); was requirements.lock edited by hand?"
-"$vpy" -c 'import eggshell, fastembed, numpy, ujson, portalocker' >>"$log" 2>&1 \
+"$vpy" -c 'import eggshell, fastembed, numpy, ujson, portalocker, re2' >>"$log" 2>&1 \
   || die "eggshell or one of its dependencies does not import in $venv"
 new_venv=""
 info "installed eggshell $("$vpy" -c 'from importlib.metadata import version; print(version("eggshell"))')"

@@ -206,7 +206,7 @@ _KEYS: dict[str, tuple[type | tuple[type, ...], str, bool]] = {
     "default": (str, "a profile name", True),
     "eggs": (dict, "a table [eggs] of name = \"path\"", True),
     "profiles": (dict, "tables [profiles.NAME]", True),
-    "redact": (list, "a list of regular expressions (Python syntax)", True),
+    "redact": (list, "a list of regular expressions (RE2 syntax)", True),
     "never_record": (list, 'a list of globs of commands or paths, like ["cat .env*", "~/.ssh/*"]', True),
 }
 _PROFILE_KEYS = ("read", "write", "handoff_chars", "local_union")
@@ -271,11 +271,30 @@ def _check_rules(path: str, key: str, value: list, desc: str) -> tuple[str, ...]
     if key == "redact":
         from eggshell.core.redact import compile_extra
 
-        try:
-            compile_extra(value)
-        except ValueError as e:
-            raise ConfigError("%s: 'redact' entry %s; fix or remove it (docs/config.md)" % (path, e)) from None
+        for p in value:
+            try:
+                compile_extra((p,))
+            except ValueError as e:
+                line = _line_of(path, p)
+                at = "%s:%d" % (path, line) if line else path
+                raise ConfigError("%s: 'redact' entry %s; fix or remove it (docs/config.md)" % (at, e)) from None
     return tuple(value)
+
+
+def _line_of(path: str, pattern: str) -> int | None:
+    """The line of `path` that holds `pattern` (as a TOML literal or basic string), if one does.
+
+    tomllib gives no positions; a refused pattern is still worth pointing at in a long file.
+    """
+    forms = ("'%s'" % pattern, '"%s"' % pattern.replace("\\", "\\\\").replace('"', '\\"'))
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                if any(form in line for form in forms):
+                    return n
+    except OSError:
+        pass
+    return None
 
 
 def _check_matcher(path: str, value: Any, where: str, desc: str) -> bool | tuple[str, ...]:

@@ -418,10 +418,11 @@ def resume_point(text: str, at: int) -> int:
     return at if span is None else span[1]
 
 
-def redact_text(text: str, extra=()) -> str:
+def redact_text(text: str, extra=(), until: float | None = None) -> str:
     """`text` with every recognised secret replaced by its placeholder.
 
-    `extra` are the user's compiled patterns (config `redact`), applied after the built-in ones.
+    `extra` are the user's compiled patterns (config `redact`, userrx.py), applied after the
+    built-in ones, on RE2 and within the deadline `until` (by default userrx.TIME_S from now).
     """
     spans = _merge(_spans(text))
     if spans:
@@ -433,36 +434,20 @@ def redact_text(text: str, extra=()) -> str:
             at = e
         parts.append(text[at:])
         text = "".join(parts)
-    for rx in extra:
-        text = rx.sub(_custom, text)
+    if extra:
+        from eggshell.core import userrx
+
+        text = userrx.redact_all(extra, text, userrx.deadline() if until is None else until)
     return text
 
 
-def _custom(m) -> str:
-    """A user pattern's match, or only its group `secret` when it has one."""
-    if "secret" in m.re.groupindex and m.group("secret") is not None:
-        s, e = m.span("secret")
-        b = m.start(0)
-        return m.group(0)[: s - b] + PLACEHOLDER % "custom" + m.group(0)[e - b:]
-    return PLACEHOLDER % "custom"
-
-
 def compile_extra(patterns) -> tuple:
-    """The user's `redact` patterns compiled; ValueError naming the first bad one."""
+    """The user's `redact` patterns compiled by RE2 (userrx.py); ValueError naming the first bad one."""
     if not patterns:
         return ()
-    import re
+    from eggshell.core.userrx import compile_user
 
-    out = []
-    for p in patterns:
-        try:
-            rx = re.compile(p)
-        except re.error as e:
-            raise ValueError("%r is not a valid regular expression: %s" % (p, e)) from None
-        if rx.search("") is not None:
-            raise ValueError("%r matches the empty string (it would mark every position)" % p)
-        out.append(rx)
-    return tuple(out)
+    return tuple(compile_user(p) for p in patterns)
 
 
 def rules(redact=(), never_record=()) -> Rules:
@@ -491,6 +476,10 @@ def redact_payload(payload: dict, rules: Rules = BUILTIN) -> dict:
     tool returned) become placeholders first (binary.py).
     """
     budget = [SCAN_CAP]
+    if rules.extra:  # one deadline for all user patterns of the payload (userrx.py)
+        from eggshell.core import userrx
+
+        budget.append(userrx.deadline())
     glob = withheld_by(rules.never_record, payload) if rules.never_record else None
     for k in sorted(payload, key=lambda k: k in ("tool_response", "error")):  # a huge output never starves the rest
         if k in STRUCTURAL:
@@ -549,6 +538,7 @@ def _record_tool(tool):
 
 
 def _walk(v, extra, budget, key=None):
+    """`v` redacted at any depth; `budget` is [characters left to scan] (+ [the user patterns' deadline])."""
     if isinstance(v, str):
         if key is not None and _secret_key(key) and v and not _stand_in(v):
             return PLACEHOLDER % "secret"
@@ -575,16 +565,17 @@ def _text(s: str, extra, budget) -> str:
     pasted log ends with the question about it, and an output with its verdict.
     """
     left = budget[0]
+    until = budget[1] if len(budget) > 1 else None
     if len(s) <= left:
         budget[0] = left - len(s)
-        return redact_text(s, extra)
+        return redact_text(s, extra, until)
     budget[0] = 0
     tail = TAIL_KEPT if left > 4 * TAIL_KEPT else 0
     cut = cut_point(s, _cut(s, left - tail))
     if not tail:
-        return redact_text(s[:cut], extra) + PAST_CAP % (len(s) - cut)
+        return redact_text(s[:cut], extra, until) + PAST_CAP % (len(s) - cut)
     start = resume_point(s, _start(s, len(s) - tail))
-    return redact_text(s[:cut], extra) + PAST_CAP % (start - cut) + "\n" + redact_text(s[start:], extra)
+    return redact_text(s[:cut], extra, until) + PAST_CAP % (start - cut) + "\n" + redact_text(s[start:], extra, until)
 
 
 def _cut(s: str, at: int) -> int:

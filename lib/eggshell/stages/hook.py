@@ -15,9 +15,11 @@ import ujson
 from eggshell import paths as _paths
 from eggshell.hosts import registry
 from eggshell.log import log_failure
-from eggshell.runtime.hookflow import managed, process_age
+from eggshell.runtime import hookinput
+from eggshell.runtime.hookflow import budget_s, managed, process_age
 
 PROG = "egg-hook"
+REPLY_MARGIN_S = 0.25  # of the budget, kept for writing {} when stdin is never closed
 
 USAGE = """usage: egg-hook HOST < payload.json
 
@@ -32,7 +34,8 @@ What must survive (the prompt, each tool result, the end of a turn) is journaled
 first, in this process. The reply then comes from the warm manager of the data
 root (started in the background when none runs; this hook then answers itself,
 ranking lexically). A hook never takes longer than its budget: 10 s for prompt and
-tool events, 2 s for Stop and end events; past it the reply is {}.
+tool events, 2 s for Stop and end events; past it the reply is {}. A stdin not
+closed within the prompt events' budget answers {} and the log says why.
 
 environment:
   EGGSHELL_MANAGER=off        answer and save in this process, start no manager
@@ -43,6 +46,21 @@ environment:
                               the warm manager's context, then answers without it (0.3)
 
 Register it with `egg install HOST` rather than by hand.""" % ", ".join(registry.NAMES)
+
+
+def _payload(started: float) -> tuple[str, str | None]:
+    """(stdin's text, None), or (what was read, why) when stdin was not closed within the budget.
+
+    The event is not known before its payload is read: stdin gets the prompt events' budget,
+    less the moment it takes to answer {}.
+    """
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):  # no file behind it (a test's StringIO)
+        return (sys.stdin.read() if sys.stdin is not None else ""), None
+    data, why = hookinput.read(fd, started + budget_s("?") - REPLY_MARGIN_S)
+    # Bytes that are not UTF-8 become U+FFFD: one bad byte must not cost the whole event.
+    return data.decode("utf-8", "replace"), why
 
 
 def main(argv: list[str]) -> int:
@@ -60,17 +78,19 @@ def main(argv: list[str]) -> int:
     paths = _paths.from_env()
     name = argv[0] if argv else "codex"
     host = registry.get(name)
+    why = None
     try:
-        stdin = getattr(sys.stdin, "buffer", None)
-        # Bytes that are not UTF-8 become U+FFFD: one bad byte must not cost the whole event.
-        raw = stdin.read().decode("utf-8", "replace") if stdin is not None else sys.stdin.read()
+        raw, why = _payload(started)
     except Exception as e:
         log_failure(paths, "?", e)
         raw = ""
     after = None
-    if host is None:
-        log_failure(paths, "?", ValueError("unknown host %r (known: %s)" % (name, ", ".join(registry.NAMES))))
+    if why is not None:
+        log_failure(paths, "?", TimeoutError(why))
         reply: dict = {}
+    elif host is None:
+        log_failure(paths, "?", ValueError("unknown host %r (known: %s)" % (name, ", ".join(registry.NAMES))))
+        reply = {}
     else:
         reply, after = managed(host, raw, paths, started)
     try:
