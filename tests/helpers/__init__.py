@@ -33,6 +33,24 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def regular_files(*roots: str):
+    """(path, bytes) of every regular file under these directories, symlinks not followed: what a
+    search for leftover text (a canary after forget, a secret after redaction) must look through."""
+    import stat
+
+    for root in roots:
+        for d, _, names in os.walk(root):
+            for n in names:
+                p = os.path.join(d, n)
+                try:
+                    if not stat.S_ISREG(os.lstat(p).st_mode):
+                        continue
+                    with open(p, "rb") as f:
+                        yield p, f.read()
+                except FileNotFoundError:
+                    continue  # removed meanwhile (a manager's temporary file)
+
+
 # -- turn records -----------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from eggshell.graph import events
 from eggshell.graph.events import OUTPUT_CHARS
 from eggshell.runtime import quarantine
 from eggshell.runtime.turnflow import admit
+from helpers import regular_files
 from helpers.canaries import canaries, password, private_key
 from helpers.hook_env import Env
 
@@ -44,17 +45,11 @@ def pieces(secret: str, n: int = 16) -> list[str]:
 def files_holding(needles: list[str], *roots: str) -> dict[str, list[str]]:
     """Every regular file under these directories that holds one of the needles (as text or JSON-escaped)."""
     found: dict[str, list[str]] = {}
-    for root in roots:
-        for d, _, names in os.walk(root):
-            for n in names:
-                p = os.path.join(d, n)
-                if os.path.islink(p) or not os.path.isfile(p):
-                    continue
-                with open(p, "rb") as f:
-                    data = f.read().decode("utf-8", "replace")
-                hit = [x for x in needles if x in data or json.dumps(x)[1:-1] in data]
-                if hit:
-                    found[p] = hit
+    for p, raw in regular_files(*roots):
+        data = raw.decode("utf-8", "replace")
+        hit = [x for x in needles if x in data or json.dumps(x)[1:-1] in data]
+        if hit:
+            found[p] = hit
     return found
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from dataclasses import replace
 
 import pytest
@@ -34,6 +33,7 @@ from eggshell.runtime.chat import Chat
 from eggshell.runtime.commits import settle_all
 from eggshell.runtime.journal import Journal
 from eggshell.search import vectors
+from helpers import regular_files
 from helpers.hook_env import Env
 from helpers.vectors import DIM, MODEL, vecs_for
 
@@ -43,16 +43,7 @@ OTHER = "the docker build needs a fresh lockfile"
 
 def files_holding(needle: str, *roots: str) -> list[str]:
     """Every regular file under these directories (symlinks not followed) whose bytes hold `needle`."""
-    out = []
-    for root in roots:
-        for d, _, names in os.walk(root):
-            for n in names:
-                p = os.path.join(d, n)
-                if stat.S_ISREG(os.lstat(p).st_mode):
-                    with open(p, "rb") as f:
-                        if needle.encode() in f.read():
-                            out.append(os.path.relpath(p, root))
-    return sorted(out)
+    return sorted(os.path.relpath(p, root) for root in roots for p, data in regular_files(root) if needle.encode() in data)
 
 
 @pytest.fixture
