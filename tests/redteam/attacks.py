@@ -97,7 +97,7 @@ class World:
         from helpers.hook_env import Env
 
         self.dir = root or os.path.join(SCRATCH, name)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        subprocess.run(["rm", "-rf", "--one-file-system", self.dir], capture_output=True, timeout=60)
         os.makedirs(self.dir, mode=0o755)
         os.chmod(self.dir, 0o755)
         self.env = Env(pathlib.Path(self.dir))
@@ -504,6 +504,40 @@ def init_gitignore_symlink():
     return HELD("victim intact (init rc %d: %s)" % (r.returncode, (r.stdout + r.stderr).strip().splitlines()[-1][:60] if (r.stdout + r.stderr).strip() else ""))
 
 
+@attack
+def cfg_repo_store_not_gitignored():
+    """A cloned repo ships `.eggshell.toml` but no `.eggs/.gitignore`: the store the hooks create must not show up for `git add -A`."""
+    w = World("cfg_repo_store_not_gitignored")
+    os.unlink(w.path(".gitignore"))
+    w.write("README.md", "hello\n")
+    w.commit("upstream")
+    w.turn("look at GITADDCANARY", [("cat README.md", "hello\n")], "ok")
+    st = git(w.project, "status", "--porcelain", "--untracked-files=all")
+    if ".eggs/" in st:
+        return FAILED("`git status` lists the store for the next `git add -A`: %s" % " ".join(st.split())[:100])
+    return HELD("the store is ignored (%s)" % (os.listdir(w.path(".eggs")) if os.path.isdir(w.path(".eggs")) else "no .eggs"))
+
+
+@attack
+def cfg_vendored_subdir_config():
+    """A vendored `vendor/lib/.eggshell.toml` (no .eggs/.gitignore): a chat working in vendor/lib must not leave an un-ignored store in the user's repo."""
+    w = World("cfg_vendored_subdir_config")
+    w.write(".gitignore", "/.eggs/\n")  # the user's own store is ignored, as egg init leaves it
+    w.write("vendor/lib/.eggshell.toml", open(w.path(".eggshell.toml")).read())
+    w.write("vendor/lib/x.py", "X = 1\n")
+    w.commit("vendor")
+    sub = w.path("vendor/lib")
+    base = {"session_id": "v1", "turn_id": "v1", "cwd": sub, "transcript_path": "/dev/null", "model": "m"}
+    w.hook(dict(base, hook_event_name="UserPromptSubmit", prompt="fix VENDORCANARY"), cwd=sub)
+    w.hook(dict(base, hook_event_name="PostToolUse", tool_name="Bash", tool_input={"command": "cat x.py"}, tool_response="X = 1\n",
+                tool_use_id="vc"), cwd=sub)
+    w.hook(dict(base, hook_event_name="Stop", last_assistant_message="done"), cwd=sub)
+    st = git(w.project, "status", "--porcelain", "--untracked-files=all")
+    if "vendor/lib/.eggs/" in st:
+        return FAILED("the vendored config's store is untracked, not ignored, in the user's repo: %s" % " ".join(st.split())[:100])
+    return HELD("no un-ignored store (%s)" % (" ".join(st.split())[:60] or "clean"))
+
+
 # -- .git planted with FIFOs (a tarball, not a clone) --
 
 
@@ -778,6 +812,20 @@ def inj_terminal_egg_show():
         return FAILED("egg %s prints raw ESC sequences (OSC 52 clipboard write reaches the terminal): %r" %
                       ("find" if raw[0] is outs[0] else "show", raw[0][raw[0].index("\x1b") - 10:][:40]))
     return HELD("no raw ESC in egg find/show (%d keys shown)" % len(keys))
+
+
+@attack
+def inj_terminal_egg_status_doctor():
+    """A repo config's store path holds ESC/OSC sequences: `egg status` and `egg doctor` must not print them raw to the terminal."""
+    w = World("inj_terminal_egg_status_doctor")
+    w.config(text='egg = ".eggs/\u001b]0;PWNED\u0007\u001b[1A\u001b[2Kw.egg"\n')
+    w.turn("record something", [("ls", "x\n")], "ok")
+    outs = {a: (r.stdout + r.stderr) for a in ("status", "doctor") for r in [w.egg(a)]}
+    raw = [a for a, o in outs.items() if "\x1b" in o]
+    if raw:
+        o = outs[raw[0]]
+        return FAILED("egg %s prints raw ESC from the repo's config: %r" % ("/".join(raw), o[max(0, o.index("\x1b") - 20):][:50]))
+    return HELD("no raw ESC in egg status/doctor")
 
 
 @attack
@@ -1148,6 +1196,16 @@ def fresh_stat_after_touch():
 
 
 @attack
+def fresh_ls_l_dir_after_touch_git_status():
+    """`ls -l src` recorded; src/app.py is touched and `git status` refreshes the index: the old mtimes must not be denied as verified."""
+    def mutate(w):
+        t = time.time() - 30
+        os.utime(w.path("src/app.py"), (t, t))
+        git(w.project, "status", "--porcelain")  # refreshes the index's stat data: the file is clean again
+    return denial("fresh_ls_l_dir_after_touch_git_status", base_files, "ls -l --time-style=full-iso src", mutate, False)
+
+
+@attack
 def fresh_git_log_other_branch():
     """`git log --oneline main` recorded on branch feature, then main gets a commit (HEAD unmoved): the old log must not be denied."""
     def setup(w):
@@ -1378,6 +1436,78 @@ def fresh_cwd_elsewhere():
     if h.denied() and "SIBLING" in h.denied():
         return FAILED("the sibling's output denies the project's read")
     return HELD("not denied")
+
+
+@attack
+def fresh_rg_gitignore_change():
+    """`rg alpha` recorded while .gitignore hid gen/; .gitignore then un-ignores gen/ (rg reads it, the walk skips dot files): must not be denied."""
+    w = World("fresh_rg_gitignore_change")
+    base_files(w)
+    w.write(".gitignore", ".eggs/\ngen/\n")
+    w.write("gen/out.txt", "alpha generated\n")
+    w.commit("ignore gen")
+    old = time.time() - 60
+    for rel in (".gitignore", "gen/out.txt", "a.txt"):
+        os.utime(w.path(rel), (old, old))
+    # what rg printed then (rg respects .gitignore): gen/out.txt is not in it
+    w.turn("find alpha", [("rg alpha", "a.txt:alpha line one\na.txt:alpha line two\na.txt:alpha line three\n")], "in a.txt")
+    w.write(".gitignore", ".eggs/\n")
+    os.utime(w.path(".gitignore"), (old, old))
+    h = w.pre("rg alpha")
+    if h.denied():
+        return FAILED("denied%s though rg now also prints gen/out.txt: .gitignore (a dot file) is not in the walk's digest" %
+                      (" as 'inputs verified unchanged'" if "verified" in h.denied() else ""))
+    return HELD("not denied")
+
+
+def _warm_denial(name: str, command: str, mutate, settle: float = 1.5) -> Result:
+    """As denial(), through the warm manager: record, ask once (the manager caches), change the world, ask again."""
+    w = World(name, manager="on")
+    try:
+        base_files(w)
+        out = w.chat1(command)
+        time.sleep(settle)
+        h0 = w.pre(command)  # warms the manager's caches (index, content ids, HEAD)
+        mutate(w)
+        time.sleep(0.2)
+        h = w.pre(command)
+        now = w.run(command)
+        if h.denied():
+            return FAILED("warm manager denied%s after the change (first ask %s); handed %r, a run now shows %r" %
+                          (" as 'inputs verified unchanged'" if "verified" in h.denied() else "", "denied" if h0.denied() else "not denied",
+                           out.strip().splitlines()[0][:50] if out.strip() else "", now.strip().splitlines()[0][:50] if now.strip() else ""))
+        return HELD("warm: %s before, runs after the change" % ("denied" if h0.denied() else "not denied"))
+    finally:
+        w.kill_manager()
+
+
+@attack
+def fresh_warm_head_moves():
+    """Warm manager: `git show HEAD --stat` recorded and asked once; a new commit moves HEAD; the old output must not be denied."""
+    def mutate(w):
+        w.write("c.txt", "new\n")
+        w.commit("moves HEAD")
+    return _warm_denial("fresh_warm_head_moves", "git show HEAD --stat", mutate)
+
+
+@attack
+def fresh_warm_staged_change():
+    """Warm manager: `git diff --cached a.txt` recorded and asked once; a change is then staged (index rewritten): must not be denied."""
+    def mutate(w):
+        with open(w.path("a.txt"), "a") as f:
+            f.write("staged line\n")
+        git(w.project, "add", "a.txt")
+    return _warm_denial("fresh_warm_staged_change", "git diff --cached a.txt", mutate)
+
+
+@attack
+def fresh_warm_same_size_edit():
+    """Warm manager: `cat b.txt` asked once (content id cached), then edited to same size with mtime restored: must not be denied."""
+    def mutate(w):
+        st = os.stat(w.path("b.txt"))
+        w.write("b.txt", "BETA LINE ONE\n")
+        os.utime(w.path("b.txt"), ns=(st.st_atime_ns, st.st_mtime_ns))
+    return _warm_denial("fresh_warm_same_size_edit", "cat b.txt", mutate)
 
 
 @attack
@@ -1830,10 +1960,7 @@ def hang_deep_directory_ls_R():
         os.close(fd)
     w.prompt("list", "c1", "t1")
     h = w.tool("ls -R deep", "deep:\nd\n", "c1", "t1", "u1", timeout=20)
-    try:
-        shutil.rmtree(d, ignore_errors=True)
-    except Exception:
-        pass
+    subprocess.run(["rm", "-rf", d], capture_output=True, timeout=60)
     if h.rc is None or h.secs > 6:
         return FAILED("PostToolUse took %.1fs" % h.secs)
     return HELD("answered in %.1fs" % h.secs)
