@@ -732,7 +732,7 @@ def forged_store_trusted_then_replaced():
 
 @attack
 def merge_resurrects_purged_text():
-    """forget+purge a canary, then `egg merge` an old copy back: the canary must stay hidden from egg find, egg show and handoffs."""
+    """forget+purge a canary, `egg merge` an old copy back, then a prompt: hidden from egg find and handoffs, and never embedded into the vector cache again."""
     w = World("merge_resurrects_purged_text")
     w.turn("where is ZQPURGEDCANARY set", [("grep -rn ZQPURGEDCANARY .", "conf.py:1: X='ZQPURGEDCANARY'\n")], "in conf.py ZQPURGEDCANARY")
     old = w.path(".eggs/old.egg")
