@@ -756,6 +756,26 @@ def merge_resurrects_purged_text():
 
 
 @attack
+def forget_deny_reason_in_chat_state():
+    """A chat was denied with a canary's output (its reason kept in chat state); `egg forget --match` + purge must leave it in no file."""
+    w = World("forget_deny_reason_in_chat_state")
+    base_files(w)
+    w.write("k.txt", "api endpoint ZQDENYCANARY\n")
+    old = time.time() - 60
+    os.utime(w.path("k.txt"), (old, old))
+    w.chat1("cat k.txt")
+    h = w.pre("cat k.txt", session="denied-chat")
+    if not h.denied():
+        return LIMIT("no denial to record (reply %s)" % h.stdout[:60])
+    r1 = w.egg("forget", "--match", "ZQDENYCANARY")
+    r2 = w.egg("compact", "--purge", w.env.egg)
+    where = [p for p in w.files_holding("ZQDENYCANARY") if not p.endswith("k.txt")]
+    if where:
+        return FAILED("after forget (rc %d) and purge (rc %d) the denied output is still in %s" % (r1.returncode, r2.returncode, where[:3]))
+    return HELD("no copy left (forget rc %d, purge rc %d)" % (r1.returncode, r2.returncode))
+
+
+@attack
 def forget_cache_rebuilt():
     """forget a turn (no purge yet), delete the vector cache as privacy.md allows, then a prompt: the forgotten text must not be embedded again."""
     w = World("forget_cache_rebuilt")
@@ -1191,8 +1211,8 @@ def fresh_ls_l_after_chmod():
 
 @attack
 def fresh_stat_after_touch():
-    """`stat a.txt` recorded, then `touch a.txt` (bytes unchanged): the old times must not be denied as verified."""
-    return denial("fresh_stat_after_touch", base_files, "stat a.txt", lambda w: os.utime(w.path("a.txt")), False)
+    """`stat -c '%n %s %y' a.txt` recorded, then `touch a.txt` (bytes unchanged): the old mtime must not be denied as verified."""
+    return denial("fresh_stat_after_touch", base_files, "stat -c '%n %s %y' a.txt", lambda w: os.utime(w.path("a.txt")), False)
 
 
 @attack
@@ -1511,6 +1531,24 @@ def fresh_warm_same_size_edit():
 
 
 @attack
+def fresh_workdir_ignored():
+    """Codex `exec_command {cmd: "cat a.txt", workdir: "sub"}` recorded; the same cmd proposed without workdir (reads ./a.txt): must not be denied with sub's output."""
+    w = World("fresh_workdir_ignored")
+    base_files(w)
+    w.write("sub/a.txt", "SUB FILE CONTENT\n")
+    old = time.time() - 60
+    os.utime(w.path("sub/a.txt"), (old, old))
+    w.turn("read the sub file", [{"name": "exec_command", "input": {"cmd": "cat a.txt", "workdir": "sub"}, "output": "SUB FILE CONTENT\n"}],
+           "read it")
+    h = w.pre(name="exec_command", tool_input={"cmd": "cat a.txt"})
+    h2 = w.pre(name="exec_command", tool_input={"cmd": "cat a.txt", "workdir": "."})
+    bad = [x for x in (h, h2) if x.denied() and "SUB FILE" in x.denied()]
+    if bad:
+        return FAILED("`cat a.txt` in the project root denied with sub/a.txt's output%s" % (" as verified" if "verified" in bad[0].denied() else ""))
+    return HELD("not denied (%s / %s)" % ("denied" if h.denied() else "runs", "denied" if h2.denied() else "runs"))
+
+
+@attack
 def fresh_output_newer_than_fingerprint():
     """The file changes between the command's run and its PostToolUse: the old output is recorded with the new fingerprint."""
     w = World("fresh_output_newer_than_fingerprint")
@@ -1635,6 +1673,23 @@ def xu_precreated_data_root_dir():
     if held:
         return FAILED("root wrote %d files into nobody's directory, e.g. %s" % (len(held), held[0]))
     return HELD("nothing written into nobody's dir")
+
+
+@attack
+def xu_nobody_precreates_eggs_dir():
+    """In a shared sticky project dir, user nobody pre-creates `.eggs/` (0777) and a 0666 `work.egg`: root's turns must not go into them."""
+    if not _nobody_ok():
+        return LIMIT("needs root and runuser")
+    w = World("xu_nobody_precreates_eggs_dir")
+    os.chmod(w.project, 0o1777)
+    shutil.rmtree(w.path(".eggs"), ignore_errors=True)
+    sh("umask 0; mkdir -m 0777 %s/.eggs && : > %s/.eggs/work.egg && chmod 0666 %s/.eggs/work.egg" % (w.project, w.project, w.project),
+       user="nobody")
+    w.turn("root secret XUEGGSDIRCANARY", [("ls", "x\n")], "ok")
+    leaked = w.files_holding("XUEGGSDIRCANARY", roots=[w.path(".eggs")])
+    if leaked:
+        return FAILED("root's turn written into nobody's store/dir: %s" % leaked)
+    return HELD("nothing written into nobody's .eggs (log: %s)" % (w.log().strip().splitlines()[-1][21:110] if w.log().strip() else "-"))
 
 
 @attack
@@ -1811,6 +1866,24 @@ def loss_store_disk_full_then_recovers():
 
 
 @attack
+def loss_structured_output_many_keys():
+    """A tool returns a JSON object of 40,000 small fields (structured, under the 1 MiB cap): answered in budget, the call reaches the store."""
+    w = World("loss_structured_output_many_keys")
+    w.prompt("list the objects", "c1", "t1")
+    out = {"k%05d" % i: "v%d" % i for i in range(40000)}
+    out["marker"] = "STRUCTMARKER"
+    h = w.tool(None, out, "c1", "t1", "u1", name="mcp__db__list", tool_input={"table": "objects"}, timeout=20)
+    w.stop("STRUCTANS", "c1", "t1")
+    text = w.store_text()
+    if h.rc is None or h.secs > 6:
+        return FAILED("PostToolUse took %.1fs" % h.secs)
+    if "STRUCTMARKER" not in text:
+        q = w.files_holding("STRUCTMARKER")
+        return FAILED("the structured output is not in the store (kept in %s; answer %s)" % (q[:2] or "nothing", "stored" if "STRUCTANS" in text else "lost"))
+    return HELD("answered in %.1fs, stored" % h.secs)
+
+
+@attack
 def loss_late_tool_after_stop():
     """A PostToolUse arriving after its turn's Stop was saved (a host delivering out of order) must not vanish silently."""
     w = World("loss_late_tool_after_stop")
@@ -1964,6 +2037,43 @@ def hang_deep_directory_ls_R():
     if h.rc is None or h.secs > 6:
         return FAILED("PostToolUse took %.1fs" % h.secs)
     return HELD("answered in %.1fs" % h.secs)
+
+
+@attack
+def hang_manager_slowloris():
+    """Same-user clients hold 50 connections to the warm manager (half a request each, never finished): another chat's denial still comes in budget."""
+    import socket
+
+    w = World("hang_manager_slowloris", manager="on")
+    socks = []
+    try:
+        base_files(w)
+        w.chat1("cat a.txt")
+        w.pre("cat b.txt")  # a manager is up and warm
+        time.sleep(1.0)
+        path = os.path.join(w.data, "run", "manager.sock")
+        if not os.path.exists(path):
+            return LIMIT("no manager socket")
+        for i in range(50):
+            c = socket.socket(socket.AF_UNIX)
+            c.settimeout(2)
+            try:
+                c.connect(path)
+                c.sendall(b'{"op":"answer","payload":{"hook_event_name":"UserPromptSubmit","prompt":"' + b"x" * 100)
+            except OSError:
+                pass
+            socks.append(c)
+        h = w.pre("cat a.txt")
+        if h.rc is None or h.secs > 6:
+            return FAILED("PreToolUse took %.1fs with 50 stalled clients" % h.secs)
+        if not h.denied():
+            return FAILED("with 50 stalled clients the covered read is answered %s in %.1fs, not denied (the manager is tied up; log: %s)" %
+                          (h.stdout.strip()[:20], h.secs, w.log().strip().splitlines()[-1][21:120] if w.log().strip() else "-"))
+        return HELD("denied in %.1fs with 50 stalled clients" % h.secs)
+    finally:
+        for c in socks:
+            c.close()
+        w.kill_manager()
 
 
 # =========================================================================================
