@@ -1892,9 +1892,11 @@ def loss_late_tool_after_stop():
     w.tool("echo late", "LATETOOLOUT\n", "c1", "t1", "u-late")
     text = w.store_text()
     q = w.files_holding("LATETOOLOUT")
-    if "LATETOOLOUT" not in text:
-        return LIMIT("the late call is not in the store (kept in: %s); hooks.md: tool events act only on a journaled turn" % (q or "nowhere"))
-    return HELD("the late call was stored")
+    if "LATETOOLOUT" in text:
+        return HELD("the late call was stored")
+    if any("quarantine" in p for p in q):
+        return HELD("the stored turn is as answered; the late call is kept aside in %s (egg doctor counts it)" % q)
+    return FAILED("the late call is in no store and kept nowhere (%s)" % (q or "nowhere"))
 
 
 @attack

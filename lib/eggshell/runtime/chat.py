@@ -45,11 +45,12 @@ class ChatControl:
     last_turn: str | None = None
     dropped: tuple[str, ...] = ()  # turn ids the user dropped, oldest first (at most MAX_DROPPED)
     corrupt: bool = False  # the file could not be read and was set aside
+    last_recorded: bool = False  # whether last_turn was recorded (had a store to write): a late tool event of it is kept aside
 
     def to_json(self) -> dict:
         return {"version": 1, "enabled": self.enabled, "profile": self.profile, "next_profile": self.next_profile,
                 "last_handoff": self.last_handoff, "last_reason": self.last_reason, "last_turn": self.last_turn,
-                "dropped": list(self.dropped), "corrupt": self.corrupt}
+                "last_recorded": self.last_recorded, "dropped": list(self.dropped), "corrupt": self.corrupt}
 
     @staticmethod
     def from_json(d: object) -> "ChatControl":
@@ -58,7 +59,8 @@ class ChatControl:
             raise ChatStateError("not a version 1 chat state")
         out = {}
         for key, kinds in (("enabled", bool), ("profile", (str, type(None))), ("next_profile", (str, type(None))),
-                           ("last_handoff", str), ("last_reason", str), ("last_turn", (str, type(None))), ("corrupt", bool)):
+                           ("last_handoff", str), ("last_reason", str), ("last_turn", (str, type(None))), ("last_recorded", bool),
+                           ("corrupt", bool)):
             v = d.get(key, getattr(ChatControl, key))
             if not isinstance(v, kinds):
                 raise ChatStateError("%r has the wrong type (%s)" % (key, type(v).__name__))
@@ -190,7 +192,7 @@ class Chat:
 
         def change(c: ChatControl) -> ChatControl:
             picked.append(self._pick(c, cfg))
-            return replace(c, next_profile=None, last_turn=turn)
+            return replace(c, next_profile=None, last_turn=turn, last_recorded=picked[-1].enabled and picked[-1].write is not None)
 
         self.update(change)
         return picked[0]

@@ -178,6 +178,34 @@ def _journal_tool(paths: Paths, journal: Journal, session: str, turn: str, event
     return False
 
 
+def _late_tool(paths: Paths, session: str, turn: str, event: str, payload: dict, cwd: str, config_file: str | None) -> None:
+    """A tool result of a recorded turn that arrives after the turn was saved (a host delivering
+    out of order, a background call ending late) is kept aside, redacted, instead of vanishing:
+    the store's turn is whole as the agent answered it, and nothing recorded is ever dropped."""
+    from eggshell.runtime.chat import Chat, ChatBusy, ChatStateError
+
+    try:
+        state = Chat(paths.state_dir, session, _log(paths, "chat state")).load()
+    except (ChatBusy, ChatStateError, OSError):
+        return
+    if state.last_turn != turn or not state.last_recorded:
+        return  # not a turn this chat recorded: nothing of it may be kept
+    from eggshell.config import ConfigError
+    from eggshell.runtime import quarantine
+
+    try:
+        cfg = _load_config(paths, cwd, config_file)
+        rules = {k: list(getattr(cfg, k)) for k in REDACT_KEYS if getattr(cfg, k)}
+    except ConfigError:
+        rules = {}
+    _redact(payload, rules)
+    ev = {"event": "tool", "name": payload.get("tool_name"), "id": payload.get("tool_use_id"),
+          "input": payload.get("tool_input"), "output": payload.get("tool_response", payload.get("error"))}
+    why = "arrived after its turn was saved; the stored turn is as the agent answered it"
+    where = quarantine.add(paths.data_root, session, turn, event, why, quarantine.payload_text(ev))
+    _log(paths, "quarantine")("%s of turn %s %s; kept in %s" % (event, turn, why, where))
+
+
 def quarantine_raw(raw: str, fields: dict, paths: Paths, why: str) -> str | None:
     """Keep a payload no parser can read (a 5,000-digit number, 10,000 nested lists) when it is an
     event of a recorded turn; the quarantine file's path, or None when it is not one.
@@ -274,6 +302,8 @@ def record(payload: object, paths: Paths) -> Step | None:
     if event in TOOL_EVENTS:
         turn = _turn_id(payload, journal, session)
         if turn is None or not journal.has(session, turn):
+            if turn is not None and event != "PreToolUse":
+                _late_tool(paths, session, turn, event, payload, cwd, config_file)
             return None  # a turn is journaled only if its prompt was: memory is off for it
         events = journal.read(session, turn)
         if forgotten(events):

@@ -258,3 +258,38 @@ def test_two_turns_held_under_one_name_do_not_overwrite_each_other(tmp_path):
     assert len(set(kept)) == 2
     assert [h.reason for h in quarantine.held_turns(data)] == ["why first", "why second"]
     assert [json.loads(open(p).read().splitlines()[1])["answer"] for p in kept] == ["first", "second"]
+
+
+# -- a tool result that arrives after its turn was saved ----------------------------------------------
+
+
+def _events_quarantined(env: Env) -> list[dict]:
+    p = quarantine.path(env.data)
+    return [json.loads(line) for line in open(p, encoding="utf-8")] if os.path.exists(p) else []
+
+
+@pytest.mark.parametrize("event", ["PostToolUse", "PostToolUseFailure"])
+def test_a_tool_result_after_its_turn_was_saved_is_kept_aside_redacted(tmp_path, event):
+    """A host delivering out of order (or a background call ending late): the stored turn stays as
+    the agent answered it, and the late result is kept aside instead of vanishing (red team: loss_late_tool_after_stop)."""
+    env = Env(tmp_path)
+    env.respond(env.prompt("run the slow job"))
+    env.respond(env.stop("started it"))
+    late = env.tool("./slow-job.sh", "LATE-RESULT-77 password=hunter2hunter2\n", use="late-1")
+    late["hook_event_name"] = event
+    assert env.respond(late) == {}
+    (v,) = env.views()
+    assert v.tools == () and v.answer == "started it"
+    (q,) = _events_quarantined(env)
+    assert (q["turn"], q["event"]) == ("turn-1", event) and "after its turn was saved" in q["why"]
+    assert "LATE-RESULT-77" in q["payload"] and "hunter2hunter2" not in q["payload"]
+    assert "kept in" in env.log_text()
+
+
+def test_a_tool_result_of_a_turn_never_recorded_is_not_kept(tmp_path):
+    env = Env(tmp_path)
+    env.respond(env.prompt("run the slow job"))
+    env.respond(env.stop("started it"))
+    env.respond(env.tool("./other.sh", "OTHER-TURN-OUTPUT\n", turn="turn-9", use="x-1"))  # not this chat's recorded turn
+    env.respond(env.tool("./other.sh", "OTHER-CHAT-OUTPUT\n", use="x-2", session_id="sess-never"))  # a chat never recorded
+    assert _events_quarantined(env) == []
