@@ -75,12 +75,26 @@ _ENTRY = struct.Struct(">10I20sH")  # a git index entry's fixed part
 
 
 class Budget:
-    """What one call may still cost: bytes read and entries looked at."""
+    """What one call may still cost: bytes read, entries looked at, and (when given) time: a
+    `deadline` on time.monotonic() past which a walk gives up as if past its entries."""
 
-    __slots__ = ("bytes", "entries")
+    __slots__ = ("bytes", "entries", "deadline")
 
-    def __init__(self, nbytes: int = BYTES, entries: int = ENTRIES):
-        self.bytes, self.entries = nbytes, entries
+    def __init__(self, nbytes: int = BYTES, entries: int = ENTRIES, deadline: float | None = None):
+        self.bytes, self.entries, self.deadline = nbytes, entries, deadline
+
+    def spend(self, n: int = 1) -> bool:
+        """Count `n` entries looked at; False once over the entries or past the deadline."""
+        self.entries -= n
+        if self.deadline is not None and self.entries % 64 == 0 and _monotonic() > self.deadline:
+            self.entries = -1
+        return self.entries >= 0
+
+
+def _monotonic() -> float:
+    import time
+
+    return time.monotonic()
 
 
 # -- operands: pure --------------------------------------------------------------------
@@ -403,10 +417,8 @@ class Probe:
             return got
         if st.st_size > FILE_CAP or st.st_size > self.budget.bytes or (kind == "k" and self.key is None):
             return None
-        try:
-            with open(path, "rb") as f:
-                data = f.read(min(st.st_size, FILE_CAP) + 1)
-        except OSError:
+        data = read_regular(path, min(st.st_size, FILE_CAP) + 1)
+        if data is None:
             return None
         self.budget.bytes -= len(data)
         if len(data) > FILE_CAP:
@@ -433,20 +445,20 @@ def _find_git(root: str) -> tuple[str, str, str] | None:
         if st is not None:
             gitdir = dot
             if _stat.S_ISREG(st.st_mode):  # a worktree or submodule: "gitdir: PATH"
-                try:
-                    with open(dot, encoding="utf-8") as f:
-                        line = f.read(4096).strip()
-                except (OSError, UnicodeDecodeError):
-                    return None
-                if not line.startswith("gitdir:"):
+                line = _read_text(dot)
+                if line is None or not line.startswith("gitdir:"):
                     return None
                 gitdir = os.path.normpath(os.path.join(d, line[7:].strip()))
             common = gitdir
             try:
-                with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as f:
-                    common = os.path.normpath(os.path.join(gitdir, f.read(4096).strip()))
-            except (OSError, UnicodeDecodeError):
-                pass
+                os.lstat(os.path.join(gitdir, "commondir"))
+            except OSError:
+                pass  # the usual case: no linked worktree
+            else:
+                text = _read_text(os.path.join(gitdir, "commondir"))
+                if text is None:
+                    return None  # a commondir that cannot be read (not a file): no repository known
+                common = os.path.normpath(os.path.join(gitdir, text))
             return d, gitdir, common
         parent = os.path.dirname(d)
         if parent == d:
@@ -456,34 +468,33 @@ def _find_git(root: str) -> tuple[str, str, str] | None:
 
 def _read_head(gitdir: str, common: str) -> str | None:
     """The commit HEAD names (hex), read from HEAD, a loose ref or packed-refs; None if unborn."""
-    try:
-        with open(os.path.join(gitdir, "HEAD"), encoding="utf-8") as f:
-            head = f.read(4096).strip()
-        for _ in range(5):  # a symbolic ref may point at another one
-            if not head.startswith("ref:"):
-                return head if _hex(head) else None
-            ref = head[4:].strip()
-            if ".." in ref or ref.startswith("/"):
-                return None
-            for base in (gitdir, common):
-                try:
-                    with open(os.path.join(base, ref), encoding="utf-8") as f:
-                        head = f.read(4096).strip()
-                    break
-                except FileNotFoundError:
-                    continue
-            else:
-                return _packed_ref(common, ref)
-    except (OSError, UnicodeDecodeError):
-        return None
+    head = _read_text(os.path.join(gitdir, "HEAD"))
+    for _ in range(5):  # a symbolic ref may point at another one
+        if head is None:
+            return None
+        if not head.startswith("ref:"):
+            return head if _hex(head) else None
+        head = read_ref(gitdir, common, head[4:].strip())
     return None
 
 
+def read_ref(gitdir: str, common: str, ref: str) -> str | None:
+    """What a ref (`refs/heads/main`) holds: loose (per worktree, then common) or packed; None if neither."""
+    if ".." in ref.split("/") or ref.startswith("/") or "\0" in ref:
+        return None
+    for base in (gitdir, common):
+        path = os.path.join(base, ref)
+        try:
+            os.lstat(path)
+        except OSError:
+            continue
+        return _read_text(path)
+    return _packed_ref(common, ref)
+
+
 def _packed_ref(common: str, ref: str) -> str | None:
-    try:
-        with open(os.path.join(common, "packed-refs"), "rb") as f:
-            data = f.read(1 << 20)
-    except OSError:
+    data = read_regular(os.path.join(common, "packed-refs"), 1 << 20)
+    if data is None:
         return None
     want = b" " + ref.encode("utf-8") + b"\n"
     at = data.find(want)
@@ -559,8 +570,7 @@ class Index:
                     break
                 e, at = None, self.data.find(prefix, at + 1)
         while e is not None and e[0].startswith(prefix):
-            budget.entries -= 1
-            if budget.entries < 0:
+            if not budget.spend():
                 return None
             out[e[0].decode("utf-8", "surrogateescape")] = (e[1], e[2])
             e = self._at(e[3])
@@ -582,10 +592,8 @@ def _load_index(probe: Probe) -> Index:
         return got
     if st.st_size > INDEX_CAP or st.st_size > probe.budget.bytes:
         return Index()
-    try:
-        with open(path, "rb") as f:
-            data = f.read(st.st_size)  # (not INDEX_CAP: a read allocates what it is asked for)
-    except OSError:
+    data = read_regular(path, st.st_size)  # (not INDEX_CAP: a read allocates what it is asked for)
+    if data is None:
         return Index()
     probe.budget.bytes -= len(data)
     if data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
@@ -611,9 +619,15 @@ def _clean(entry, st: os.stat_result, index: Index) -> bool:
 # -- observing: the record side ---------------------------------------------------------
 
 
-def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | None, when: str, probe: Probe | None = None) -> dict:
+def unknown(when: str, why: str) -> dict:
+    """A fingerprint that names no input and says why: never verified (a fingerprint given up on)."""
+    return {"v": VERSION, "at": when, "head": None, "cwd": None, "key": None, "in": [], "unknown": [why]}
+
+
+def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | None, when: str, probe: Probe | None = None,
+            budget: Budget | None = None) -> dict:
     """The fingerprint of one call's inputs now (see the module docstring); never raises on I/O."""
-    probe = probe or Probe(root, key)
+    probe = probe or Probe(root, key, budget=budget)
     need = needs(tool, tool_input, cwd)
     entries: list = []
     unknown = list(need.unknown)
@@ -649,6 +663,46 @@ def _now_ns() -> int:
     import time
 
     return time.time_ns()
+
+
+def read_regular(path: str, limit: int, follow: bool = False) -> bytes | None:
+    """Up to `limit` bytes of a regular file; None for anything else or on error.
+
+    Opened without blocking and (unless `follow`) without following a final link, then
+    checked by `fstat`: a FIFO, device or socket planted where a file was expected (a
+    hostile `.git/HEAD`) would otherwise hang the hook that reads it, and lose its event.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if not _stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, left = [], limit
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_text(path: str, limit: int = 4096) -> str | None:
+    """A small git file's text (HEAD, a ref, `commondir`, a `.git` file), stripped; None if unreadable."""
+    data = read_regular(path, limit)
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
 
 
 def inside(root: str, real: str) -> str | None:
@@ -776,8 +830,7 @@ def _digest(probe: Probe, real: str, rel: str, mode: str, now: int | None, racy:
                     "b" in mode and (e.name == "__pycache__" or e.name.endswith(BINARY_SUFFIXES))):
                 continue
             n += 1
-            probe.budget.entries -= 1
-            if probe.budget.entries < 0:
+            if not probe.budget.spend():
                 return None
             name = sub + e.name
             try:
