@@ -70,6 +70,10 @@ BINARY_SUFFIXES = (".pyc", ".pyo", ".o", ".so", ".class", ".png", ".jpg", ".jpeg
 GIT_TREE = frozenset({"status", "diff"})  # with no path, the whole work tree
 GIT_CWD = frozenset({"grep", "ls-files"})  # with no path, the working directory
 GIT_REFS = frozenset({"--all", "--branches", "--tags", "--remotes", "--glob", "--exclude"})  # other refs than HEAD
+# Programs whose answer depends on the environment (PATH, the clock, the user, the host), not on
+# project files: a call of one is never verified, whatever files it names.
+ENVIRONMENT = frozenset({"which", "command", "type", "whereis", "hash", "env", "printenv", "date", "hostname", "whoami", "id",
+                         "uname", "pwd", "df", "ps", "uptime", "locale", "tty", "groups", "who", "w", "last", "free"})
 KEYWORDS = frozenset({"for", "while", "until", "if", "case", "select", "function", "do", "then", "{", "}", "[[", "!"})
 _ENTRY = struct.Struct(">10I20sH")  # a git index entry's fixed part
 
@@ -279,6 +283,9 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
         return cwd
     prog = prog.rsplit("/", 1)[-1]
     rest = words[1:]
+    if prog in ENVIRONMENT:
+        need.unknown.append("%s answers from the environment, not from files" % prog)
+        return cwd
     if prog == "cd":
         to = next((w for w in rest if w[0] is not None and not w[0].startswith("-")), None)
         if to is None or to[1] or to[0].startswith("~"):
