@@ -226,9 +226,7 @@ def needs(tool: str, tool_input: object, cwd: str) -> Need:
         need.unknown.append("%s is not a read" % tool)
         return need
     cmd = inp.get("command", inp.get("cmd"))
-    workdir = inp.get("workdir", inp.get("cwd"))  # Codex's exec_command may run elsewhere than the session's cwd
-    if isinstance(workdir, str) and workdir:
-        cwd = os.path.join(cwd, workdir)
+    cwd = call_cwd(tool, inp, cwd)
     if isinstance(cmd, list) and len(cmd) >= 3 and isinstance(cmd[-1], str) and str(cmd[0]).rsplit("/", 1)[-1] in ("bash", "sh", "zsh"):
         cmd = cmd[-1]
     if not isinstance(cmd, str) or len(cmd) > COMMAND_CHARS:
@@ -240,6 +238,17 @@ def needs(tool: str, tool_input: object, cwd: str) -> Need:
         return need
     _shell_needs(toks, cwd, need)
     return need
+
+
+def call_cwd(tool: str, tool_input: object, cwd: str) -> str:
+    """Where a call runs: the hook's cwd, joined with the call's own `workdir` (Codex's
+    exec_command and shell may run elsewhere than the session's cwd). A call's fingerprint
+    is taken, and checked, from here: `cat a.txt` in sub/ read another file than at the top."""
+    inp = tool_input if isinstance(tool_input, dict) else {}
+    workdir = inp.get("workdir", inp.get("cwd"))
+    if tool.casefold() in SHELL_TOOLS and isinstance(workdir, str) and workdir:
+        return os.path.normpath(os.path.join(cwd, workdir))
+    return cwd
 
 
 def _shell_needs(toks: list, cwd: str, need: Need) -> None:
@@ -640,6 +649,7 @@ def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | Non
     unknown = list(need.unknown)
     existing: set = set()  # the commands one of whose operands exists
     now = _now_ns()
+    cwd = call_cwd(tool, tool_input, cwd)
     rel_cwd = inside(probe.root, os.path.realpath(cwd))
     where = (cwd, rel_cwd)
     for (path, mode), group in zip(need.paths, need.groups):

@@ -397,7 +397,7 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
 
             evidence = normalize_output(payload.get("tool_response"))
         q = Inquiry(work, shown, (), budget, st.session, enforce=st.event == "PreToolUse", local_union=local_union, evidence=evidence)
-        h = _reuse(paths, res, read, q, effects, staged=staged, standing=_judge(paths, res, journal, st, st.cwd), call=st.event)
+        h = _reuse(paths, res, read, q, effects, staged=staged, standing=_judge(paths, res, journal, st, _call_cwd(payload, st.cwd)), call=st.event)
         if h.deny:
             return {"deny": h.text}
         return _context(h.text)
@@ -569,6 +569,14 @@ def _staged(journal: Journal, session: str, turn: str | None) -> list:
         return list(compile_turn(parse_turn(record)).roots)
     except TurnError:
         return []
+
+
+def _call_cwd(payload: dict, cwd: str | None) -> str | None:
+    """Where the proposed call runs (its `workdir` joined), as its fingerprint would be taken."""
+    from eggshell.reuse.fingerprint import call_cwd
+
+    name = payload.get("tool_name")
+    return cwd if cwd is None or not isinstance(name, str) else call_cwd(name, payload.get("tool_input"), cwd)
 
 
 def _judge(paths: Paths, res, journal: Journal, st: Step, cwd: str | None):
