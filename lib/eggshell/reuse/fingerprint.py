@@ -42,7 +42,10 @@ import struct
 
 from eggshell.reuse import links
 
-VERSION = 2  # 2: the way to each input ("l" entries); a version 1 fingerprint never saw it, so is never verified
+# 2: the way to each input ("l" entries); 3: metadata reads by their whole stat ("m"), the refs a git read names
+# ("r" entries), the ignore files of a search that honours them, the call's own workdir as its cwd. An older
+# fingerprint never saw these, so is never verified (it may still name a change).
+VERSION = 3
 FILE_CAP = 1 << 20  # bytes of one file hashed; a larger one is fingerprinted by its stat alone
 BYTES = 4 << 20  # bytes read per call (file contents and the git index)
 ENTRIES = 4000  # directory entries looked at per call
@@ -74,6 +77,12 @@ GIT_REFS = frozenset({"--all", "--branches", "--tags", "--remotes", "--glob", "-
 # project files: a call of one is never verified, whatever files it names.
 ENVIRONMENT = frozenset({"which", "command", "type", "whereis", "hash", "env", "printenv", "date", "hostname", "whoami", "id",
                          "uname", "pwd", "df", "ps", "uptime", "locale", "tty", "groups", "who", "w", "last", "free"})
+METADATA = frozenset({"stat", "du"})  # programs that always print a stat (sizes in blocks, times, modes)
+LS_METADATA = frozenset({"--full-time", "--time-style", "--size", "--inode", "--sort", "--time", "--author", "--numeric-uid-gid",
+                         "--format", "--block-size", "--human-readable", "--si"})
+FIND_METADATA = ("-newer", "-anewer", "-cnewer", "-mtime", "-mmin", "-ctime", "-cmin", "-atime", "-amin", "-perm", "-printf",
+                 "-fprintf", "-ls", "-fls", "-size", "-user", "-group", "-uid", "-gid", "-nouser", "-nogroup", "-used",
+                 "-readable", "-writable", "-executable", "-inum", "-links", "-empty")
 KEYWORDS = frozenset({"for", "while", "until", "if", "case", "select", "function", "do", "then", "{", "}", "[[", "!"})
 _ENTRY = struct.Struct(">10I20sH")  # a git index entry's fixed part
 
@@ -317,6 +326,8 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
         mode += "b"
     if _follows(prog, opts):
         mode += "L"
+    if _metadata(prog, opts):
+        mode += "m"
     redirect = None
     operands = 0
     past = False  # after `--`, every word is an operand
@@ -362,6 +373,22 @@ def _follows(prog: str, opts: set) -> bool:
     if prog == "find":
         return bool(opts & {"-L", "-follow"})  # no clusters: `-name` is one option
     return any(o == long or (not o.startswith("--") and short in o[1:]) for o in opts)
+
+
+def _metadata(prog: str, opts: set) -> bool:
+    """Whether the program prints what a stat says (mode, owner, size, times, inode), not only
+    names and content: such a call is judged by the whole stat of what it read (mode "m"),
+    since a touched or chmod-ed file with the same bytes prints otherwise."""
+    if prog in METADATA:
+        return True
+    if prog == "find":
+        return any(o.startswith(FIND_METADATA) for o in opts)
+    if prog == "ls":
+        return any(o.partition("=")[0] in LS_METADATA if o.startswith("--") else any(c in "lnogtcusiS" for c in o[1:]) for o in opts)
+    if prog == "tree":
+        return any(o in ("--du", "--inodes", "--device", "--timefmt") or (not o.startswith("--") and any(c in "pugshD" for c in o[1:]))
+                   for o in opts)
+    return False
 
 
 def _hidden(prog: str, opts: set) -> bool:
@@ -753,7 +780,7 @@ def _observe_path(probe: Probe, path: str, mode: str, now: int, where: tuple) ->
     if rel is None:
         return [["u", "", "outside the project"]]  # no absolute path is stored (egg-format.md)
     if _stat.S_ISREG(st.st_mode):
-        return way + [_file_entry(probe, real, rel, st, now)]
+        return way + [_file_entry(probe, real, rel, st, now, mode)]
     if _stat.S_ISDIR(st.st_mode):
         return way + [_dir_entry(probe, real, rel, mode, now)]
     return [["u", rel, "not a file or directory"]]
@@ -795,7 +822,7 @@ def _way_id(probe: Probe, met: list) -> str | None:
     return "k:" + h.hexdigest()
 
 
-def _file_entry(probe: Probe, real: str, rel: str, st: os.stat_result, now: int) -> list:
+def _file_entry(probe: Probe, real: str, rel: str, st: os.stat_result, now: int, mode: str = "") -> list:
     probe.budget.entries -= 1
     racy = int(now - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS)
     ix = probe.index().lookup(probe.repo_path(rel) or "") if probe.git() else None
@@ -804,7 +831,8 @@ def _file_entry(probe: Probe, real: str, rel: str, st: os.stat_result, now: int)
     else:
         k = probe.content_id(real, st, "k")
         cid = None if k is None else "k:" + k
-    return ["f", rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, cid, racy, ix[0] if ix else None]
+    entry = ["f", rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, cid, racy, ix[0] if ix else None]
+    return entry + ["m"] if "m" in mode else entry  # a metadata read: judged by its whole stat
 
 
 def _dir_entry(probe: Probe, real: str, rel: str, mode: str, now: int) -> list:
@@ -832,6 +860,11 @@ def _digest(probe: Probe, real: str, rel: str, mode: str, now: int | None, racy:
         return None
     h = hashlib.sha256()
     n = 0
+    if "m" in mode:  # `ls -ld`, `stat dir`, `ls -la`'s `.`: the directory's own stat is shown too
+        try:
+            h.update(_stat_line(b".", os.lstat(real)))
+        except OSError:
+            h.update(b"!.\0")
     stack = [(real, "")]
     while stack:
         d, sub = stack.pop()
@@ -856,7 +889,10 @@ def _digest(probe: Probe, real: str, rel: str, mode: str, now: int | None, racy:
                 continue
             if "L" in mode and _stat.S_ISLNK(st.st_mode):
                 return False
-            line = _dir_line(probe, e.path, name, st, tracked, base, index, now, racy, hashed)
+            if "m" in mode:
+                line = _stat_line(name.encode("utf-8", "surrogateescape"), st)
+            else:
+                line = _dir_line(probe, e.path, name, st, tracked, base, index, now, racy, hashed)
             if line is None:
                 return None
             h.update(line)
@@ -864,6 +900,12 @@ def _digest(probe: Probe, real: str, rel: str, mode: str, now: int | None, racy:
                 dirs.append((e.path, name + "/"))
         stack.extend(reversed(dirs))
     return h.hexdigest(), n
+
+
+def _stat_line(nm: bytes, st: os.stat_result) -> bytes:
+    """An entry as a metadata read prints it: its whole stat, content not looked at."""
+    return b"m %s %o %d %d %d %d %d %d %d\0" % (nm, st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                              st.st_ino, st.st_nlink)
 
 
 def _dir_line(probe, path, name, st, tracked, base, index, now, racy, hashed) -> bytes | None:
@@ -899,11 +941,12 @@ def check(fp: object, probe: Probe, cwd: str | None = None) -> tuple[str, list]:
     `cwd` (project-relative) is where the new call runs: a call recorded elsewhere read
     other paths (`rg foo src` in another directory), so it is not verified.
     """
-    if not isinstance(fp, dict) or fp.get("v") not in (1, VERSION) or not isinstance(fp.get("in"), list):
+    if not isinstance(fp, dict) or fp.get("v") not in (1, 2, VERSION) or not isinstance(fp.get("in"), list):
         return UNKNOWN, []
     changed: list = []
-    # Version 1 did not record the way to its inputs: a link on it may have been retargeted since,
-    # so it is never verified (an input it names that changed is still named).
+    # Version 1 did not record the way to its inputs (a link on it may have been retargeted since), version 2
+    # not the stat a metadata read printed, the other refs a git read named, the ignore files of a search or
+    # the call's workdir: neither is ever verified (an input it names that changed is still named).
     unknown = bool(fp.get("unknown")) or (cwd is not None and fp.get("cwd") != cwd) or fp.get("v") != VERSION
     key_ok = fp.get("key") is not None and fp.get("key") == key_id(probe.key)
     for e in fp["in"]:
@@ -974,6 +1017,8 @@ def _check_file(probe: Probe, path: str, rel: str, st: os.stat_result, e: list, 
         if (now_ix[0] if now_ix else None) != ix:
             return CHANGED  # staged or committed anew: `git diff` and `git status` would say otherwise
     probe.budget.entries -= 1
+    if len(e) > 9 and e[9] == "m":  # a metadata read (`ls -l`, `stat`): what it printed is the stat itself
+        return VERIFIED if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == (size, mtime, ctime, ino) else CHANGED
     if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == (size, mtime, ctime, ino) and not racy:
         return VERIFIED
     if cid is None:
