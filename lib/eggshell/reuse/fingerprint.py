@@ -72,6 +72,9 @@ SKIPS_BINARY = frozenset({"rg", "ag"})  # binary files met while walking are not
 BINARY_SUFFIXES = (".pyc", ".pyo", ".o", ".so", ".class", ".png", ".jpg", ".jpeg", ".zip", ".jar", ".whl")
 GIT_TREE = frozenset({"status", "diff"})  # with no path, the whole work tree
 GIT_CWD = frozenset({"grep", "ls-files"})  # with no path, the working directory
+# git reads whose operands may name revisions: `git log main`, `git diff a..b`, `git show other:path`.
+GIT_REVS = frozenset({"log", "show", "diff", "blame", "shortlog", "describe", "rev-parse", "ls-tree", "grep", "rev-list",
+                      "cat-file", "whatchanged", "merge-base", "cherry", "range-diff", "name-rev"})
 GIT_REFS = frozenset({"--all", "--branches", "--tags", "--remotes", "--glob", "--exclude"})  # other refs than HEAD
 # Programs whose answer depends on the environment (PATH, the clock, the user, the host), not on
 # project files: a call of one is never verified, whatever files it names.
@@ -199,7 +202,7 @@ def tokens(cmd: str) -> list | None:
 class Need:
     """What a call reads, as found in its input: (path, how) pairs relative to its cwd, and why not."""
 
-    __slots__ = ("paths", "unknown", "git", "defaults", "groups")
+    __slots__ = ("paths", "unknown", "git", "defaults", "groups", "revs")
 
     def __init__(self):
         self.paths: list = []  # (path joined to its clause's cwd, mode): mode "r" a tree, "1" one level; "h": dot entries too,
@@ -208,6 +211,7 @@ class Need:
         self.unknown: list = []  # reasons the call's inputs cannot all be named
         self.git = False  # a git command: HEAD (and the index) are inputs too
         self.defaults: list = []  # (command, cwd, mode): what it reads when none of its operands exists ("" cwd: the work tree's top)
+        self.revs: list = []  # (word, cwd): an operand of a git read that names a revision unless it is an existing path
 
     def add(self, path: str, mode: str, group: int = 0) -> None:
         self.paths.append((path, mode))
@@ -331,6 +335,7 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
     redirect = None
     operands = 0
     past = False  # after `--`, every word is an operand
+    pattern = sub == "grep" and not opts & {"-e", "-f"}  # `git grep PATTERN [REV...]`
     for text, f in rest:
         if text is None:
             redirect = f
@@ -339,6 +344,11 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
         if not past and text == "--":
             past = True
             continue
+        if prog == "git" and sub in GIT_REVS and not past and was is None and not text.startswith("-") and not f & EXPANDS:
+            if pattern:
+                pattern = False
+            elif not text.isdigit():  # (`git log -n 5`)
+                need.revs.append((text, cwd))
         if not past and text.startswith("-") and text != "-":
             eq = text.partition("=")[2]
             if not eq:
@@ -425,6 +435,7 @@ class Probe:
         self._git = None
         self._index = None
         self._head = False
+        self._packed = None
 
     def git(self) -> tuple[str, str, str] | None:
         """(work tree top, git dir, common dir), or None outside a repository."""
@@ -437,6 +448,17 @@ class Probe:
             g = self.git()
             self._head = _read_head(g[1], g[2]) if g else None
         return self._head
+
+    def ref_values(self, name: str) -> list | None:
+        """What each ref git would try for `name` holds now (git's order: NAME, refs/NAME, tags, heads,
+        remotes, a remote's HEAD), symbolic refs followed; None outside a repository."""
+        g = self.git()
+        if g is None:
+            return None
+        if self._packed is None:
+            self._packed = read_regular(os.path.join(g[2], "packed-refs"), 1 << 20) or b""
+        return [_resolve(g[1], g[2], ref, self._packed) for ref in
+                (name, "refs/" + name, "refs/tags/" + name, "refs/heads/" + name, "refs/remotes/" + name, "refs/remotes/%s/HEAD" % name)]
 
     def index(self) -> "Index":
         if self._index is None:
@@ -535,11 +557,27 @@ def read_ref(gitdir: str, common: str, ref: str) -> str | None:
     return _packed_ref(common, ref)
 
 
+def _resolve(gitdir: str, common: str, ref: str, packed: bytes) -> str | None:
+    """The object id a ref holds (loose, or in `packed`), symbolic refs followed; None if none."""
+    for _ in range(5):
+        if ".." in ref.split("/") or ref.startswith("/") or "\0" in ref:
+            return None
+        path = next((os.path.join(b, ref) for b in (gitdir, common) if os.path.lexists(os.path.join(b, ref))), None)
+        text = _read_text(path) if path else _packed_in(packed, ref)
+        if text is None or not text.startswith("ref:"):
+            return text if text is not None and _hex(text) else None
+        ref = text[4:].strip()
+    return None
+
+
 def _packed_ref(common: str, ref: str) -> str | None:
     data = read_regular(os.path.join(common, "packed-refs"), 1 << 20)
-    if data is None:
-        return None
-    want = b" " + ref.encode("utf-8") + b"\n"
+    return None if data is None else _packed_in(data, ref)
+
+
+def _packed_in(data: bytes, ref: str) -> str | None:
+    """The id packed-refs holds for `ref`, or None."""
+    want = b" " + ref.encode("utf-8", "surrogateescape") + b"\n"
     at = data.find(want)
     if at < 0:
         return None
@@ -693,6 +731,8 @@ def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | Non
         entries.extend(_observe_path(probe, at, mode, now, where))
     if need.git:
         entries.append(["h", probe.head()])
+    for word, at in need.revs:
+        entries.extend(_rev_entries(probe, word, at))
     if not entries and not unknown:
         unknown.append("the call names no input")
     fp = {"v": VERSION, "at": when, "head": probe.head(), "cwd": rel_cwd, "key": key_id(key), "in": entries}
@@ -747,6 +787,53 @@ def _read_text(path: str, limit: int = 4096) -> str | None:
         return data.decode("utf-8").strip()
     except UnicodeDecodeError:
         return None
+
+
+def _rev_entries(probe: "Probe", word: str, cwd: str) -> list:
+    """The refs a git read's operand names, as entries ["r", name, values]; [] when it is an
+    existing path (git reads it as one) or names HEAD (an "h" entry already); ["u", ...] when it
+    cannot be read cheaply (`main@{1}`, a name no ref holds that is no object id)."""
+    try:
+        os.lstat(os.path.join(cwd, word))
+        return []
+    except OSError:
+        pass
+    names = rev_names(word)
+    if names is None:
+        return [["u", word[:80], "a revision this reader cannot resolve"]]
+    out = []
+    for name in names:
+        values = probe.ref_values(name)
+        if values is None or (not any(values) and not _abbrev(name)):
+            out.append(["u", name[:80], "a revision this reader cannot resolve"])
+        else:
+            out.append(["r", name, values])
+    return out
+
+
+def rev_names(word: str) -> list | None:
+    """The ref names a revision operand spells (`a..b`, `^x`, `x~2`, `x:path`), HEAD left out;
+    None for what needs more than refs (`x@{1}`, `:/text`, a name git would refuse)."""
+    word = word.split(":", 1)[0] if not word.startswith(":") else ""
+    names = []
+    for part in word.replace("...", "..").split(".."):
+        part = part.lstrip("^")
+        if "@{" in part:
+            return None
+        for c in "~^":
+            part = part.split(c, 1)[0]
+        if part in ("", "@", "HEAD"):
+            continue
+        if part.startswith(("-", "/")) or part.endswith(("/", ".lock")) or ".." in part or any(c in part for c in " \t\0\\*?[") or \
+                len(part) > 200:
+            return None
+        names.append(part)
+    return names
+
+
+def _abbrev(name: str) -> bool:
+    """An object id, whole or abbreviated: it names the same commit for ever."""
+    return 4 <= len(name) <= 64 and all(c in "0123456789abcdef" for c in name)
 
 
 def inside(root: str, real: str) -> str | None:
@@ -971,6 +1058,11 @@ def _check_entry(probe: Probe, e: list, key_ok: bool, git: bool) -> str:
         return VERIFIED if e[1] is not None and probe.head() == e[1] else (UNKNOWN if e[1] is None else CHANGED)
     if kind == "l":
         return _check_way(probe, e, key_ok)
+    if kind == "r":  # a ref a git read named: the same ids under the same names
+        if not isinstance(e[1], str) or not isinstance(e[2], list):
+            return UNKNOWN
+        now = probe.ref_values(e[1])
+        return UNKNOWN if now is None else (VERIFIED if now == e[2] else CHANGED)
     rel = e[1]
     if not isinstance(rel, str) or rel.startswith("/") or ".." in rel.split("/"):
         return UNKNOWN
