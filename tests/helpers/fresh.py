@@ -52,9 +52,9 @@ def run(env: Env, command: str, workdir: str | None = None) -> str:
     return p.stdout + p.stderr
 
 
-def chat1(env: Env, command: str, tool_input: dict | None = None, workdir: str | None = None) -> str:
-    """A first chat runs `command` for real (in `workdir`); its hook records the call, the turn is saved."""
-    out = run(env, command, workdir)
+def chat1(env: Env, command: str, tool_input: dict | None = None, workdir: str | None = None, output: str | None = None) -> str:
+    """A first chat runs `command` for real (in `workdir`; or it printed `output`); its hook records the call, the turn is saved."""
+    out = run(env, command, workdir) if output is None else output
     inp = tool_input or {"command": command}
     env.respond(env.prompt("look around", "t-chat-1", session_id="chat-1"))
     p = env.tool(command, out, "t-chat-1", "c-1", session_id="chat-1")

@@ -61,7 +61,11 @@ READ_TOOLS = frozenset({"read", "grep", "glob", "ls", "view"})  # commands.READ_
 READS_CWD = frozenset({"rg", "ag", "ack", "ls", "tree", "find", "du"})
 GREPS = frozenset({"grep", "egrep", "fgrep"})  # they read the working directory only with -r
 SKIPS_HIDDEN = frozenset({"rg", "ag", "ls", "tree"})  # dot entries are not read unless asked for
-SHALLOW = frozenset({"ls"})  # one level, unless -R
+SHALLOW = frozenset({"ls"})
+# Programs that leave out what ignore files name, and those files: inputs of their walks though dot files.
+HONOURS_IGNORES = frozenset({"rg", "ag"})
+IGNORE_FILES = (".gitignore", ".ignore", ".rgignore", ".agignore")
+NO_IGNORE = frozenset({"--no-ignore", "-uu", "-uuu", "--unrestricted", "--skip-vcs-ignores", "-U"})  # one level, unless -R
 # Programs that follow the links they meet inside a directory they walk, and the option that makes them:
 # (short letter, long option). What such a link leads to is read but is no entry of the walk: unknown.
 FOLLOWS = {"grep": ("R", "--dereference-recursive"), "egrep": ("R", "--dereference-recursive"), "fgrep": ("R", "--dereference-recursive"),
@@ -332,6 +336,8 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
         mode += "L"
     if _metadata(prog, opts):
         mode += "m"
+    if prog in HONOURS_IGNORES and not opts & NO_IGNORE and "h" not in mode:
+        mode += "i"
     redirect = None
     operands = 0
     past = False  # after `--`, every word is an operand
@@ -729,6 +735,9 @@ def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | Non
             g = probe.git()
             at = g[0] if g else root
         entries.extend(_observe_path(probe, at, mode, now, where))
+    ignores = {e[1] for e in entries if e[0] == "d" and "i" in e[2]}
+    if ignores:
+        entries.extend(_ignore_entries(probe, ignores, now, where))
     if need.git:
         entries.append(["h", probe.head()])
     for word, at in need.revs:
@@ -787,6 +796,27 @@ def _read_text(path: str, limit: int = 4096) -> str | None:
         return data.decode("utf-8").strip()
     except UnicodeDecodeError:
         return None
+
+
+def _ignore_entries(probe: "Probe", walked: set, now: int, where: tuple) -> list:
+    """The ignore files a search that honours them reads besides those of the directories it
+    walks: each walked directory's parents' up to the project root, and the repository's
+    `.git/info/exclude` (when inside the project). A global excludes file is not seen."""
+    seen: set = set()
+    out: list = []
+    for rel in walked:
+        parts = [] if rel == "." else rel.split("/")
+        for k in range(len(parts)):
+            d = "/".join(parts[:k]) or "."
+            for name in IGNORE_FILES:
+                p = name if d == "." else d + "/" + name
+                if p not in seen:
+                    seen.add(p)
+                    out.extend(_observe_path(probe, os.path.join(probe.root, p), "", now, where))
+    g = probe.git()
+    if g is not None and inside(probe.root, os.path.realpath(g[2])) is not None:
+        out.extend(_observe_path(probe, os.path.join(g[2], "info", "exclude"), "", now, where))
+    return out
 
 
 def _rev_entries(probe: "Probe", word: str, cwd: str) -> list:
@@ -963,7 +993,7 @@ def _digest(probe: Probe, real: str, rel: str, mode: str, now: int | None, racy:
             continue
         dirs = []
         for e in items:
-            if e.name == ".git" or (e.name.startswith(".") and "h" not in mode) or (
+            if e.name == ".git" or (e.name.startswith(".") and "h" not in mode and not ("i" in mode and e.name in IGNORE_FILES)) or (
                     "b" in mode and (e.name == "__pycache__" or e.name.endswith(BINARY_SUFFIXES))):
                 continue
             n += 1
