@@ -86,7 +86,7 @@ ENVIRONMENT = frozenset({"which", "command", "type", "whereis", "hash", "env", "
                          "uname", "pwd", "df", "ps", "uptime", "locale", "tty", "groups", "who", "w", "last", "free"})
 METADATA = frozenset({"stat", "du"})  # programs that always print a stat (sizes in blocks, times, modes)
 LS_METADATA = frozenset({"--full-time", "--time-style", "--size", "--inode", "--sort", "--time", "--author", "--numeric-uid-gid",
-                         "--format", "--block-size", "--human-readable", "--si"})
+                         "--format", "--block-size", "--human-readable", "--si", "--classify", "--file-type", "--indicator-style"})
 FIND_METADATA = ("-newer", "-anewer", "-cnewer", "-mtime", "-mmin", "-ctime", "-cmin", "-atime", "-amin", "-perm", "-printf",
                  "-fprintf", "-ls", "-fls", "-size", "-user", "-group", "-uid", "-gid", "-nouser", "-nogroup", "-used",
                  "-readable", "-writable", "-executable", "-inum", "-links", "-empty")
@@ -400,7 +400,7 @@ def _metadata(prog: str, opts: set) -> bool:
     if prog == "find":
         return any(o.startswith(FIND_METADATA) for o in opts)
     if prog == "ls":
-        return any(o.partition("=")[0] in LS_METADATA if o.startswith("--") else any(c in "lnogtcusiS" for c in o[1:]) for o in opts)
+        return any(o.partition("=")[0] in LS_METADATA if o.startswith("--") else any(c in "lnogtcusiSF" for c in o[1:]) for o in opts)
     if prog == "tree":
         return any(o in ("--du", "--inodes", "--device", "--timefmt") or (not o.startswith("--") and any(c in "pugshD" for c in o[1:]))
                    for o in opts)

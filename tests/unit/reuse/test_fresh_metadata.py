@@ -20,6 +20,10 @@ def chmod(env, rel):
     os.chmod(os.path.join(env.project, rel), 0o600)
 
 
+def chmod_x(env, rel):
+    os.chmod(os.path.join(env.project, rel), 0o755)
+
+
 def touch(env, rel):
     t = time.time() - 30
     os.utime(os.path.join(env.project, rel), (t, t))
@@ -40,6 +44,7 @@ CASES = [
     ("find src -mmin -1", touch, "src/app.py"),
     ("du --time src", touch, "src/app.py"),
     ("tree -pD src", chmod, "src/app.py"),
+    ("ls -F src", chmod_x, "src/app.py"),  # `app.py*`: an executable is marked
 ]
 
 
