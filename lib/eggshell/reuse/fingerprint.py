@@ -206,7 +206,7 @@ def tokens(cmd: str) -> list | None:
 class Need:
     """What a call reads, as found in its input: (path, how) pairs relative to its cwd, and why not."""
 
-    __slots__ = ("paths", "unknown", "git", "defaults", "groups", "revs")
+    __slots__ = ("paths", "unknown", "git", "defaults", "groups", "revs", "upstream")
 
     def __init__(self):
         self.paths: list = []  # (path joined to its clause's cwd, mode): mode "r" a tree, "1" one level; "h": dot entries too,
@@ -216,6 +216,7 @@ class Need:
         self.git = False  # a git command: HEAD (and the index) are inputs too
         self.defaults: list = []  # (command, cwd, mode): what it reads when none of its operands exists ("" cwd: the work tree's top)
         self.revs: list = []  # (word, cwd): an operand of a git read that names a revision unless it is an existing path
+        self.upstream = False  # `git status` tells how the branch stands against its upstream: that ref is an input
 
     def add(self, path: str, mode: str, group: int = 0) -> None:
         self.paths.append((path, mode))
@@ -342,6 +343,9 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
     operands = 0
     past = False  # after `--`, every word is an operand
     pattern = sub == "grep" and not opts & {"-e", "-f"}  # `git grep PATTERN [REV...]`
+    if sub == "status" and (opts & {"-b", "--branch"} or not opts & {"-s", "--short", "--porcelain"} and
+                            not any(o.startswith("--porcelain") for o in opts)):
+        need.upstream = True
     for text, f in rest:
         if text is None:
             redirect = f
@@ -740,6 +744,8 @@ def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | Non
         entries.extend(_ignore_entries(probe, ignores, now, where))
     if need.git:
         entries.append(["h", probe.head()])
+    if need.upstream:
+        entries.extend(_upstream_entries(probe, now, where))
     for word, at in need.revs:
         entries.extend(_rev_entries(probe, word, at))
     if not entries and not unknown:
@@ -817,6 +823,46 @@ def _ignore_entries(probe: "Probe", walked: set, now: int, where: tuple) -> list
     if g is not None and inside(probe.root, os.path.realpath(g[2])) is not None:
         out.extend(_observe_path(probe, os.path.join(g[2], "info", "exclude"), "", now, where))
     return out
+
+
+def _upstream_entries(probe: "Probe", now: int, where: tuple) -> list:
+    """What `git status` compares the branch with: the repository's config (which names the
+    upstream) and the upstream's ref (`ahead 1`, `behind 3` after a fetch)."""
+    g = probe.git()
+    if g is None:
+        return []
+    if inside(probe.root, os.path.realpath(g[2])) is None:
+        return [["u", "", "a repository outside the project"]]
+    out = _observe_path(probe, os.path.join(g[2], "config"), "", now, where)
+    head = _read_text(os.path.join(g[1], "HEAD")) or ""
+    branch = head[4:].strip()[len("refs/heads/"):] if head.startswith("ref:") and "refs/heads/" in head else None
+    up = _upstream(read_regular(os.path.join(g[2], "config"), 1 << 16) or b"", branch) if branch else None
+    if up is not None:
+        out.append(["r", up, probe.ref_values(up)])
+    return out
+
+
+def _upstream(config: bytes, branch: str) -> str | None:
+    """`REMOTE/BRANCH` of a branch's upstream from a git config's `[branch "NAME"]` section; None if unset."""
+    text = config.decode("utf-8", "replace")
+    want = '[branch "%s"]' % branch
+    remote = merge = None
+    inside_section = False
+    for line in text.splitlines():
+        t = line.strip()
+        if t.startswith("["):
+            inside_section = t == want
+            continue
+        if inside_section and "=" in t:
+            k, _, v = t.partition("=")
+            k, v = k.strip().lower(), v.strip()
+            if k == "remote":
+                remote = v
+            elif k == "merge":
+                merge = v
+    if not remote or not merge or not merge.startswith("refs/heads/"):
+        return None
+    return merge[len("refs/heads/"):] if remote == "." else "%s/%s" % (remote, merge[len("refs/heads/"):])
 
 
 def _rev_entries(probe: "Probe", word: str, cwd: str) -> list:

@@ -43,11 +43,11 @@ def test_operands_come_from_the_command_line_as_a_shell_reads_it():
     assert needs("Bash", {"command": "ls"}, "/p").defaults == [(0, "/p", "1")]
     assert needs("Bash", {"command": "grep -rn foo"}, "/p").defaults == [(0, "/p", "rh")]
     assert needs("Bash", {"command": "grep foo"}, "/p").defaults == []  # reads its stdin
-    assert needs("Bash", {"command": "cat a.py && cd src && rg foo | head"}, "/p").defaults == [(2, "/p/src", "rb")]
+    assert needs("Bash", {"command": "cat a.py && cd src && rg foo | head"}, "/p").defaults == [(2, "/p/src", "rbi")]
     # past the pattern, an operand names what is read: the directory is not, even if it is gone
     assert needs("Bash", {"command": "grep -rn foo src/"}, "/p").defaults == []
-    assert needs("Bash", {"command": "rg -e foo"}, "/p").defaults == [(0, "/p", "rb")]
-    assert needs("Bash", {"command": "rg -e foo -e bar"}, "/p").defaults == [(0, "/p", "rb")]  # patterns, not paths
+    assert needs("Bash", {"command": "rg -e foo"}, "/p").defaults == [(0, "/p", "rbi")]
+    assert needs("Bash", {"command": "rg -e foo -e bar"}, "/p").defaults == [(0, "/p", "rbi")]  # patterns, not paths
     assert needs("Bash", {"command": "ls gone"}, "/p").defaults == []
 
 

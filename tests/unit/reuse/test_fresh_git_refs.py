@@ -86,3 +86,36 @@ def test_a_revision_that_cannot_be_read_is_unknown(tmp_path):
     env = on_feature(tmp_path)
     fp = fingerprint.observe("Bash", {"command": "git log main@{1}"}, env.project, env.project, None, "T")
     assert fingerprint.check(fp, fingerprint.Probe(env.project), ".")[0] == fingerprint.UNKNOWN
+
+
+def with_upstream(tmp_path):
+    env = project(tmp_path)
+    git(env, "update-ref", "refs/remotes/origin/main", "HEAD")
+    git(env, "config", "branch.main.remote", "origin")
+    git(env, "config", "branch.main.merge", "refs/heads/main")
+    return env
+
+
+def fetched(env):
+    write(env, "c.txt", "new\n")
+    git(env, "add", "c.txt")
+    git(env, "commit", "-qm", "upstream moves")
+    git(env, "update-ref", "refs/remotes/origin/main", "HEAD")
+    git(env, "reset", "-q", "--hard", "HEAD~1")  # HEAD back where it was: only the upstream moved
+
+
+@pytest.mark.parametrize("command", ["git status src", "git status -sb src", "git status --branch --porcelain src"])
+def test_git_status_after_a_fetch_is_not_denied(tmp_path, command):
+    """`Your branch is behind 'origin/main' by 1 commit`: the upstream is an input of git status."""
+    env = with_upstream(tmp_path)
+    chat1(env, command)
+    head = git(env, "rev-parse", "HEAD")
+    fetched(env)
+    assert git(env, "rev-parse", "HEAD") == head
+    assert denied(pre(env, command)) is None
+
+
+def test_git_status_with_nothing_moved_is_still_denied(tmp_path):
+    env = with_upstream(tmp_path)
+    chat1(env, "git status src")
+    assert denied(pre(env, "git status src")) is not None
