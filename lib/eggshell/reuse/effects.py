@@ -11,12 +11,13 @@ skipped write is a wrong result).
 
 from __future__ import annotations
 
-# sed commands that take no argument (or a number): pure reads of the pattern space.
-_SED_PLAIN = frozenset("pPdDnNgGhHxz=lLqQF{}#!")
+# sed commands, lower-cased (a command is read without regard to case: the matcher's spelling
+# rule, and `W`, `R` are effects like `w`, `r`), that take no argument or a number: pure reads.
+_SED_PLAIN = frozenset("pdngxhzlqf={}#!")
 # sed commands whose argument runs to the end of the line: text, labels.
-_SED_TO_EOL = frozenset("aic:btT")
+_SED_TO_EOL = frozenset("aic:bt")
 # sed commands that write, read another file or run one: `w`, `W`, `r`, `R`, `e`.
-_SED_EFFECTS = frozenset("wWrRe")
+_SED_EFFECTS = frozenset("wre")
 # Words of an awk program that write, run a command, read another input, or depend on the environment.
 _AWK_EFFECTS = ("system", "getline", "close", "fflush", ">", "|", "ENVIRON", "PROCINFO", "@load", "@include")
 
@@ -78,7 +79,7 @@ def sed_script_has_effects(script: str) -> bool:
             i += 1
         if i >= n:
             return False
-        c = script[i]
+        c = script[i].lower()
         if c in _SED_EFFECTS:
             return True
         if c in ("s", "y"):
@@ -88,7 +89,7 @@ def sed_script_has_effects(script: str) -> bool:
             if c == "s":
                 j = i
                 while j < n and script[j] not in ";\n}":
-                    if script[j] in "we":  # `s/a/b/w FILE`, `s/a/b/e`
+                    if script[j] in "weWE":  # `s/a/b/w FILE`, `s/a/b/e`
                         return True
                     j += 1
                 i = j
@@ -99,7 +100,7 @@ def sed_script_has_effects(script: str) -> bool:
             continue
         if c in _SED_TO_EOL:
             j = script.find("\n", i)
-            if c in ":btT":  # a label ends at `;` too (GNU)
+            if c in ":bt":  # a label ends at `;` too (GNU)
                 k = script.find(";", i)
                 j = k if 0 <= k and (j < 0 or k < j) else j
             i = n if j < 0 else j
@@ -126,7 +127,7 @@ def _skip_address(s: str, i: int) -> int | None:
             i = _skip_delimited(s, i, 1)
             if i is None:
                 return None
-            while i < n and s[i] in "IM":
+            while i < n and s[i] in "IMim":
                 i += 1
         if i < n and s[i] == ",":
             i += 1
@@ -168,8 +169,8 @@ def awk_has_effects(args: list[str]) -> bool:
         i += 1
     if i >= len(args):
         return True  # no program: not a call this module can read
-    program = args[i]
-    return any(w in program for w in _AWK_EFFECTS)
+    program = args[i].casefold()
+    return any(w.casefold() in program for w in _AWK_EFFECTS)
 
 
 def find_has_effects(args: list[str]) -> bool:
@@ -182,6 +183,21 @@ CHECKS = {"sed": sed_has_effects, "awk": awk_has_effects, "gawk": awk_has_effect
 
 
 def has_effects(prog: str, args: list[str]) -> bool:
-    """Whether this call of `prog` (a READ_ONLY_PROGRAMS name) does more than read; False for programs not judged here."""
+    """Whether this call of `prog` (a READ_ONLY_PROGRAMS name) does more than read; False for programs not judged here.
+
+    The matcher reads commands without regard to case, width or a leading `./` (logical.py), so
+    this answer must not depend on them either: the words are NFKC-normalized and stripped of
+    `./`, and the checks read commands without regard to case (a spelling sed itself would
+    reject only costs a reuse)."""
+    import unicodedata
+
     check = CHECKS.get(prog)
-    return check is not None and check(args)
+    if check is None:
+        return False
+    norm = []
+    for a in args:
+        a = unicodedata.normalize("NFKC", a)
+        while a.startswith("./"):
+            a = a[2:]
+        norm.append(a)
+    return check(norm)

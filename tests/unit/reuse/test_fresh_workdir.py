@@ -59,3 +59,18 @@ def test_the_fingerprint_is_taken_where_the_call_ran(tmp_path):
     fp = fingerprint.observe("exec_command", {"cmd": "cat a.txt", "workdir": "sub"}, root, root, None, "now")
     assert fp["cwd"] == "sub" and ["a", "sub/a.txt"] in fp["in"]
     assert fingerprint.check(fp, fingerprint.Probe(root), ".")[0] == fingerprint.UNKNOWN
+
+
+@pytest.mark.parametrize("inp,shown", [
+    ({"cmd": "cat a.txt", "workdir": "sub"}, "cd sub && cat a.txt"),
+    ({"cmd": "cat a.txt", "workdir": "my dir"}, "cd 'my dir' && cat a.txt"),
+    ({"cmd": "cat a.txt", "workdir": "."}, "cat a.txt"),
+    ({"cmd": "cat a.txt"}, "cat a.txt"),
+])
+def test_the_call_is_shown_where_it_ran(inp, shown):
+    """What a handoff, `egg show` and search show of the call includes its workdir: `cd sub && cat a.txt`.
+    (Matching still compares the command alone; the fingerprint's cwd keeps sub/'s output from the top.)"""
+    from eggshell.graph.records import command_of
+    from eggshell.reuse.intrinsic import canonical_tool_work
+
+    assert command_of(canonical_tool_work("exec_command", inp)) == shown
