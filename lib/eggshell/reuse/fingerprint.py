@@ -29,7 +29,7 @@ only makes the check stricter), `cd` moves the base, unquoted globs stand for th
 directory, and `rg`/`ls`/`find`/... with no existing operand read the working directory,
 unless they name their inputs past the pattern (`grep -rn foo src/` with no src/ reads nothing).
 
-On every PostToolUse hook's path: only `os`, `stat`, `struct`, `hashlib`; no `re`, `json`,
+On every PostToolUse hook's path: only `os`, `stat`, `hashlib` (and gitfiles.py); no `re`, `json`,
 `dataclasses` or `typing`.
 """
 
@@ -38,9 +38,10 @@ from __future__ import annotations
 import hashlib
 import os
 import stat as _stat
-import struct
 
 from eggshell.reuse import links
+from eggshell.reuse.gitfiles import (PACKED_CAP, Index, find_git, is_abbrev, is_hex, read_head, read_regular, read_text, resolve,
+                                     rev_names, upstream)
 
 # 2: the way to each input ("l" entries); 3: metadata reads by their whole stat ("m"), the refs a git read names
 # ("r" entries), the ignore files of a search that honours them, the call's own workdir as its cwd. An older
@@ -91,7 +92,6 @@ FIND_METADATA = ("-newer", "-anewer", "-cnewer", "-mtime", "-mmin", "-ctime", "-
                  "-fprintf", "-ls", "-fls", "-size", "-user", "-group", "-uid", "-gid", "-nouser", "-nogroup", "-used",
                  "-readable", "-writable", "-executable", "-inum", "-links", "-empty")
 KEYWORDS = frozenset({"for", "while", "until", "if", "case", "select", "function", "do", "then", "{", "}", "[[", "!"})
-_ENTRY = struct.Struct(">10I20sH")  # a git index entry's fixed part
 
 
 class Budget:
@@ -450,13 +450,13 @@ class Probe:
     def git(self) -> tuple[str, str, str] | None:
         """(work tree top, git dir, common dir), or None outside a repository."""
         if self._git is None:
-            self._git = _find_git(self.root) or ()
+            self._git = find_git(self.root) or ()
         return self._git or None
 
     def head(self) -> str | None:
         if self._head is False:
             g = self.git()
-            self._head = _read_head(g[1], g[2]) if g else None
+            self._head = read_head(g[1], g[2]) if g else None
         return self._head
 
     def ref_values(self, name: str) -> list | None:
@@ -466,8 +466,8 @@ class Probe:
         if g is None:
             return None
         if self._packed is None:
-            self._packed = read_regular(os.path.join(g[2], "packed-refs"), 1 << 20) or b""
-        return [_resolve(g[1], g[2], ref, self._packed) for ref in
+            self._packed = read_regular(os.path.join(g[2], "packed-refs"), PACKED_CAP) or b""
+        return [resolve(g[1], g[2], ref, self._packed) for ref in
                 (name, "refs/" + name, "refs/tags/" + name, "refs/heads/" + name, "refs/remotes/" + name, "refs/remotes/%s/HEAD" % name)]
 
     def index(self) -> "Index":
@@ -507,165 +507,6 @@ class Probe:
                 self.cache.clear()
             self.cache[ck] = got
         return got
-
-
-def _find_git(root: str) -> tuple[str, str, str] | None:
-    d = root
-    while True:
-        dot = os.path.join(d, ".git")
-        try:
-            st = os.lstat(dot)
-        except OSError:
-            st = None
-        if st is not None:
-            gitdir = dot
-            if _stat.S_ISREG(st.st_mode):  # a worktree or submodule: "gitdir: PATH"
-                line = _read_text(dot)
-                if line is None or not line.startswith("gitdir:"):
-                    return None
-                gitdir = os.path.normpath(os.path.join(d, line[7:].strip()))
-            common = gitdir
-            try:
-                os.lstat(os.path.join(gitdir, "commondir"))
-            except OSError:
-                pass  # the usual case: no linked worktree
-            else:
-                text = _read_text(os.path.join(gitdir, "commondir"))
-                if text is None:
-                    return None  # a commondir that cannot be read (not a file): no repository known
-                common = os.path.normpath(os.path.join(gitdir, text))
-            return d, gitdir, common
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
-
-
-def _read_head(gitdir: str, common: str) -> str | None:
-    """The commit HEAD names (hex), read from HEAD, a loose ref or packed-refs; None if unborn."""
-    head = _read_text(os.path.join(gitdir, "HEAD"))
-    for _ in range(5):  # a symbolic ref may point at another one
-        if head is None:
-            return None
-        if not head.startswith("ref:"):
-            return head if _hex(head) else None
-        head = read_ref(gitdir, common, head[4:].strip())
-    return None
-
-
-def read_ref(gitdir: str, common: str, ref: str) -> str | None:
-    """What a ref (`refs/heads/main`) holds: loose (per worktree, then common) or packed; None if neither."""
-    if ".." in ref.split("/") or ref.startswith("/") or "\0" in ref:
-        return None
-    for base in (gitdir, common):
-        path = os.path.join(base, ref)
-        try:
-            os.lstat(path)
-        except OSError:
-            continue
-        return _read_text(path)
-    return _packed_ref(common, ref)
-
-
-def _resolve(gitdir: str, common: str, ref: str, packed: bytes) -> str | None:
-    """The object id a ref holds (loose, or in `packed`), symbolic refs followed; None if none."""
-    for _ in range(5):
-        if ".." in ref.split("/") or ref.startswith("/") or "\0" in ref:
-            return None
-        path = next((os.path.join(b, ref) for b in (gitdir, common) if os.path.lexists(os.path.join(b, ref))), None)
-        text = _read_text(path) if path else _packed_in(packed, ref)
-        if text is None or not text.startswith("ref:"):
-            return text if text is not None and _hex(text) else None
-        ref = text[4:].strip()
-    return None
-
-
-def _packed_ref(common: str, ref: str) -> str | None:
-    data = read_regular(os.path.join(common, "packed-refs"), 1 << 20)
-    return None if data is None else _packed_in(data, ref)
-
-
-def _packed_in(data: bytes, ref: str) -> str | None:
-    """The id packed-refs holds for `ref`, or None."""
-    want = b" " + ref.encode("utf-8", "surrogateescape") + b"\n"
-    at = data.find(want)
-    if at < 0:
-        return None
-    start = data.rfind(b"\n", 0, at) + 1
-    h = data[start:at].decode("ascii", "replace")
-    return h if _hex(h) else None
-
-
-def _hex(s: str) -> bool:
-    return len(s) in (40, 64) and all(c in "0123456789abcdef" for c in s)
-
-
-class Index:
-    """Entries of a git index (v2, v3), looked up without parsing all of it.
-
-    Entries are sorted by path, 8-byte aligned from offset 12, and each spells its whole
-    path: a path is found with one `bytes.find` and checked at its entry's offset, and a
-    directory's entries are the run that starts at its first one.
-    """
-
-    def __init__(self, data: bytes = b"", mtime_ns: int = 0):
-        self.data = data
-        self.mtime_ns = mtime_ns  # an entry changed at or after this may be racily clean (git's rule)
-
-    def _at(self, s: int):
-        """(path, blob hex, stat tuple, next entry's offset, path offset) of the entry at `s`, or None."""
-        d = self.data
-        if s < 12 or (s - 12) % 8 or s + 62 > len(d):
-            return None
-        f = _ENTRY.unpack_from(d, s)
-        p = s + (64 if f[11] & 0x4000 else 62)
-        e = d.find(b"\0", p)
-        if e < 0 or (f[11] & 0xFFF) not in (e - p, 0xFFF) or f[6] >> 12 not in (0o10, 0o12, 0o16):
-            return None
-        return d[p:e], f[10].hex(), (f[0], f[1], f[2], f[3], f[5], f[9]), s + ((e - s + 8) & ~7), p
-
-    def _starting(self, p: int):
-        """The entry whose path starts at offset `p` (a `find` hit), or None (a hit inside another path)."""
-        for s in (p - 62, p - 64):
-            e = self._at(s)
-            if e is not None and e[4] == p:
-                return e
-        return None
-
-    def lookup(self, rel: str):
-        """(blob hex, (ctime s, ctime ns, mtime s, mtime ns, ino, size)) of a tracked path, or None."""
-        if not self.data:
-            return None
-        want = rel.encode("utf-8", "surrogateescape")
-        at = self.data.find(want + b"\0", 12)
-        while at >= 0:
-            e = self._starting(at)
-            if e is not None and e[0] == want:
-                return e[1], e[2]
-            at = self.data.find(want + b"\0", at + 1)
-        return None
-
-    def under(self, rel: str, budget: Budget) -> dict | None:
-        """{path: (blob, stat)} of the tracked entries under a directory ("": all); None past the budget."""
-        out: dict = {}
-        if not self.data:
-            return out
-        prefix = (rel.rstrip("/") + "/").encode("utf-8", "surrogateescape") if rel else b""
-        e = self._at(12)
-        if prefix:
-            at = self.data.find(prefix, 12)
-            e = None
-            while at >= 0:
-                e = self._starting(at)
-                if e is not None and e[0].startswith(prefix):
-                    break
-                e, at = None, self.data.find(prefix, at + 1)
-        while e is not None and e[0].startswith(prefix):
-            if not budget.spend():
-                return None
-            out[e[0].decode("utf-8", "surrogateescape")] = (e[1], e[2])
-            e = self._at(e[3])
-        return out
 
 
 def _load_index(probe: Probe) -> Index:
@@ -764,46 +605,6 @@ def _now_ns() -> int:
     return time.time_ns()
 
 
-def read_regular(path: str, limit: int, follow: bool = False) -> bytes | None:
-    """Up to `limit` bytes of a regular file; None for anything else or on error.
-
-    Opened without blocking and (unless `follow`) without following a final link, then
-    checked by `fstat`: a FIFO, device or socket planted where a file was expected (a
-    hostile `.git/HEAD`) would otherwise hang the hook that reads it, and lose its event.
-    """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        if not _stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks, left = [], limit
-        while left > 0:
-            b = os.read(fd, min(left, 1 << 20))
-            if not b:
-                break
-            chunks.append(b)
-            left -= len(b)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _read_text(path: str, limit: int = 4096) -> str | None:
-    """A small git file's text (HEAD, a ref, `commondir`, a `.git` file), stripped; None if unreadable."""
-    data = read_regular(path, limit)
-    if data is None:
-        return None
-    try:
-        return data.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        return None
-
-
 def _ignore_entries(probe: "Probe", walked: set, now: int, where: tuple) -> list:
     """The ignore files a search that honours them reads besides those of the directories it
     walks: each walked directory's parents' up to the project root, and the repository's
@@ -834,35 +635,12 @@ def _upstream_entries(probe: "Probe", now: int, where: tuple) -> list:
     if inside(probe.root, os.path.realpath(g[2])) is None:
         return [["u", "", "a repository outside the project"]]
     out = _observe_path(probe, os.path.join(g[2], "config"), "", now, where)
-    head = _read_text(os.path.join(g[1], "HEAD")) or ""
+    head = read_text(os.path.join(g[1], "HEAD")) or ""
     branch = head[4:].strip()[len("refs/heads/"):] if head.startswith("ref:") and "refs/heads/" in head else None
-    up = _upstream(read_regular(os.path.join(g[2], "config"), 1 << 16) or b"", branch) if branch else None
+    up = upstream(read_regular(os.path.join(g[2], "config"), 1 << 16) or b"", branch) if branch else None
     if up is not None:
         out.append(["r", up, probe.ref_values(up)])
     return out
-
-
-def _upstream(config: bytes, branch: str) -> str | None:
-    """`REMOTE/BRANCH` of a branch's upstream from a git config's `[branch "NAME"]` section; None if unset."""
-    text = config.decode("utf-8", "replace")
-    want = '[branch "%s"]' % branch
-    remote = merge = None
-    inside_section = False
-    for line in text.splitlines():
-        t = line.strip()
-        if t.startswith("["):
-            inside_section = t == want
-            continue
-        if inside_section and "=" in t:
-            k, _, v = t.partition("=")
-            k, v = k.strip().lower(), v.strip()
-            if k == "remote":
-                remote = v
-            elif k == "merge":
-                merge = v
-    if not remote or not merge or not merge.startswith("refs/heads/"):
-        return None
-    return merge[len("refs/heads/"):] if remote == "." else "%s/%s" % (remote, merge[len("refs/heads/"):])
 
 
 def _rev_entries(probe: "Probe", word: str, cwd: str) -> list:
@@ -880,36 +658,11 @@ def _rev_entries(probe: "Probe", word: str, cwd: str) -> list:
     out = []
     for name in names:
         values = probe.ref_values(name)
-        if values is None or (not any(values) and not _abbrev(name)):
+        if values is None or (not any(values) and not is_abbrev(name)):
             out.append(["u", name[:80], "a revision this reader cannot resolve"])
         else:
             out.append(["r", name, values])
     return out
-
-
-def rev_names(word: str) -> list | None:
-    """The ref names a revision operand spells (`a..b`, `^x`, `x~2`, `x:path`), HEAD left out;
-    None for what needs more than refs (`x@{1}`, `:/text`, a name git would refuse)."""
-    word = word.split(":", 1)[0] if not word.startswith(":") else ""
-    names = []
-    for part in word.replace("...", "..").split(".."):
-        part = part.lstrip("^")
-        if "@{" in part:
-            return None
-        for c in "~^":
-            part = part.split(c, 1)[0]
-        if part in ("", "@", "HEAD"):
-            continue
-        if part.startswith(("-", "/")) or part.endswith(("/", ".lock")) or ".." in part or any(c in part for c in " \t\0\\*?[") or \
-                len(part) > 200:
-            return None
-        names.append(part)
-    return names
-
-
-def _abbrev(name: str) -> bool:
-    """An object id, whole or abbreviated: it names the same commit for ever."""
-    return 4 <= len(name) <= 64 and all(c in "0123456789abcdef" for c in name)
 
 
 def inside(root: str, real: str) -> str | None:
