@@ -17,11 +17,19 @@ answer into a standing.Standing):
   file, a parent component, a chain; or a `..`): the path as named and a keyed digest of the
   links followed and their targets (links.py). A retargeted link is a changed input, even to
   a file with the same bytes: the read now reads another file;
-- the repository HEAD, and for `git` commands HEAD as an input of its own.
+- the repository HEAD, and for `git` commands HEAD as an input of its own; the other refs a
+  git read names (`git log main`, `a..b`, `other:path`), and for `git status` the branch's
+  upstream and the config that names it;
+- for a call that prints metadata (`ls -l`, `stat`, `du`, `find -printf`): the whole stat of
+  each file and entry (mode "m"): touched or chmod-ed is changed there, though not for `cat`;
+- for a search that honours ignore files (`rg`, `ag`): those files, on its walk and above it.
 
 Whatever cannot be fingerprinted is recorded as unknown, never guessed: a path outside the
-project, a shell expansion (`$X`, `$(...)`, a loop), a directory past the budget. A call
-reads at most BYTES bytes and stats at most ENTRIES entries here, whatever it named.
+project, a shell expansion (`$X`, `$(...)`, a loop), a directory past the budget, a program
+whose answer depends on the environment (`which`, `date`), a revision only git could resolve
+(`main@{1}`). A call reads at most BYTES bytes and stats at most ENTRIES entries here, within
+the caller's time budget (Budget.deadline), whatever it named. Every file is opened without
+blocking and read only when regular (gitfiles.read_regular): a planted FIFO never hangs a hook.
 
 The operands of a shell command are found without a shell: every word that is not an
 option is a possible input (a pattern that names no file is simply recorded absent, which
