@@ -1,5 +1,7 @@
 """Whether a call of a "read-only" program does more than read, judged from its own words.
 
+(Or answers from more than its files: `jq env` prints the environment.)
+
 `sed`, `awk` and `find` usually only read, so commands.READ_ONLY_PROGRAMS lists them; but
 their programs can write files (`sed 'w out'`, `awk '{print > "f"}'`, `find -fprint f`)
 and run commands (`sed 's/x/y/e'`, `awk 'BEGIN{system("make")}'`, `find -exec`). A prior
@@ -178,8 +180,14 @@ def find_has_effects(args: list[str]) -> bool:
     return any(a in ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls") for a in args)
 
 
+def jq_has_effects(args: list[str]) -> bool:
+    """Whether `jq ARGS` answers from the environment (`env`, `$ENV`): not a read of its files."""
+    return any("env" in a.casefold() for a in args if not a.startswith("-"))
+
+
 CHECKS = {"sed": sed_has_effects, "awk": awk_has_effects, "gawk": awk_has_effects, "mawk": awk_has_effects,
-          "nawk": awk_has_effects, "find": find_has_effects}
+          "nawk": awk_has_effects, "find": find_has_effects,
+          "jq": jq_has_effects}
 
 
 def has_effects(prog: str, args: list[str]) -> bool:

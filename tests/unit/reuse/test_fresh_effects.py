@@ -44,7 +44,7 @@ def test_a_read_with_a_side_effect_is_never_denied(tmp_path, command, made):
     assert denied(pre(env, command)) is None
 
 
-@pytest.mark.parametrize("command", SIDE_EFFECTS)
+@pytest.mark.parametrize("command", SIDE_EFFECTS + [("jq -n env.HOME", None)])
 def test_the_command_lists_say_it_writes(command):
     assert commands.reads_only("Bash\n" + command[0], 2) == (False, False)
 
@@ -67,7 +67,7 @@ def test_sed_scripts(script, writes):
     assert effects.sed_script_has_effects(script) is writes
 
 
-@pytest.mark.parametrize("command", ["which python3", "pwd", "df -h ."])
+@pytest.mark.parametrize("command", ["which python3", "pwd", "df -h .", "jq -n env.HOME", "jq -n '$ENV.PATH'"])
 def test_an_environment_dependent_program_is_never_denied(tmp_path, command):
     env = project(tmp_path)
     chat1(env, command)
