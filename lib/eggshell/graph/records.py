@@ -14,7 +14,7 @@ from typing import Iterable
 
 from eggshell.core.identity import content_hex, display_key
 from eggshell.graph.store import Graph
-from eggshell.graph.turns import receipt_of, split_work, tool_occurrence
+from eggshell.graph.turns import in_workdir, receipt_of, split_work, tool_occurrence
 from eggshell.core.values import Apply, Op, Value, dataclass_reduce, readable
 
 OUTPUT_CAP = 1000  # characters of each tool output that go into searchable text
@@ -186,7 +186,7 @@ def command_of(work: str) -> str:
                 where = next((inp[p] for p in ("file_path", "path") if isinstance(inp.get(p), str)), None)
                 if k in ("command", "cmd") and where and where not in inp[k]:
                     return "%s %s" % (inp[k], where)
-                return inp[k]
+                return in_workdir(inp, inp[k]) if k in ("command", "cmd") else inp[k]
     return work.partition("\n")[2]
 
 

@@ -86,6 +86,19 @@ def work_text(name: str, tool_input: Any) -> str:
     return name + "\n" + canonical_json(tool_input)
 
 
+def in_workdir(inp: object, cmd: str) -> str:
+    """A shell call's command as people read it: `cd WORKDIR && CMD` when the call names its own
+    `workdir` (Codex's exec_command and shell), else CMD. `cat a.txt` in sub/ is another call
+    than at the top: a handoff that shows its output must say where it ran. (Matching compares
+    the command alone; freshness checks the call's directory: fingerprint.call_cwd.)"""
+    import shlex
+
+    workdir = inp.get("workdir") if isinstance(inp, dict) else None
+    if not isinstance(workdir, str) or workdir in ("", "."):
+        return cmd
+    return "cd %s && %s" % (shlex.quote(workdir), cmd)
+
+
 def split_work(text: str) -> tuple[str, Any] | None:
     """Inverse of work_text for display: (name, input), or None for non-tool text."""
     import json

@@ -8,8 +8,10 @@ tools and shell programs (lists a user may want to read or extend), not matching
 from __future__ import annotations
 
 import re
+import shlex
 import unicodedata
 
+from eggshell.reuse import effects
 from eggshell.reuse.logical import Logical
 
 # Tools whose proposed calls may be denied when covered: shell commands and reads. Edits
@@ -23,16 +25,20 @@ SUBCOMMAND_PROGRAMS = frozenset({"git", "docker", "npm", "pnpm", "yarn", "cargo"
 # Programs that only read, whose output a repeat would reproduce: the only ones whose prior
 # run may stand in for a new one. Writes (`rm`, `sed -i`, `> file`), builds and test runs
 # execute or change things, so a prior run never makes them redundant.
+# Not here: programs whose answer depends on the environment, not on project files (`which`,
+# `pwd`, `df`, `env`, `date`, `whoami`, ...): no fingerprint can verify them.
+# `sed`, `awk` and `find` only read unless their own words say otherwise (effects.py).
 READ_ONLY_PROGRAMS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "ack", "cat", "head", "tail", "less", "more", "sed", "awk",
-                                "find", "ls", "tree", "wc", "stat", "file", "du", "df", "nl", "sort", "uniq", "cut", "tr", "jq",
-                                "diff", "cmp", "readlink", "realpath", "basename", "dirname", "pwd", "which", "git"})
+                                "find", "ls", "tree", "wc", "stat", "file", "du", "nl", "sort", "uniq", "cut", "tr", "jq",
+                                "diff", "cmp", "readlink", "realpath", "basename", "dirname", "git"})
 # Programs whose extra operands only add inputs (more files, more directories): the output
 # of fewer operands is a part of the output of more. For every other read-only program a
 # prior run stands in only for the same command, in any order (`git diff HEAD~3 src` is not
 # `git diff src`).
 ADDITIVE_PROGRAMS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "ack", "cat", "ls", "tree", "wc", "stat", "file", "du"})
 GIT_READS = frozenset({"log", "show", "diff", "status", "blame", "grep", "ls-files", "ls-tree", "rev-parse", "describe", "shortlog"})
-WRITE_OPTIONS = {"sed": {"i", "in-place"}, "find": {"delete", "exec", "execdir", "ok", "fprint", "fls"}, "sort": {"o", "output"}}
+WRITE_OPTIONS = {"sed": {"i", "in-place"}, "find": {"delete", "exec", "execdir", "ok", "okdir", "fprint", "fprint0", "fprintf", "fls"},
+                 "sort": {"o", "output", "compress-program"}, "tree": {"o"}, "git": {"output", "O", "open-files-in-pager"}}
 
 # Options of those programs that take the next word as their argument (`git -C dir status`).
 GLOBAL_ARG_OPTIONS = frozenset({"c", "git-dir", "work-tree", "namespace", "n", "context", "host", "h", "config", "kubeconfig",
@@ -100,6 +106,13 @@ def reads_only(text: str, framing: int) -> tuple[bool, bool]:
         opts = {w.lstrip("-").split("=")[0] for w in words[1:] if w.startswith("-")}
         if opts & WRITE_OPTIONS.get(prog, set()):
             return False, False
+        if prog in effects.CHECKS:
+            try:
+                args = shlex.split(stage)[1:]
+            except ValueError:
+                return False, False  # a quote split by `|` inside a program: not read here
+            if effects.has_effects(prog, args):
+                return False, False  # `sed 'w out'`, `awk 'BEGIN{system(...)}'`: writes or runs
         if prog == "git":
             sub = unicodedata.normalize("NFKC", next((w for w in words[1:] if not w.startswith("-")), "")).casefold()
             if sub not in GIT_READS:

@@ -17,11 +17,19 @@ answer into a standing.Standing):
   file, a parent component, a chain; or a `..`): the path as named and a keyed digest of the
   links followed and their targets (links.py). A retargeted link is a changed input, even to
   a file with the same bytes: the read now reads another file;
-- the repository HEAD, and for `git` commands HEAD as an input of its own.
+- the repository HEAD, and for `git` commands HEAD as an input of its own; the other refs a
+  git read names (`git log main`, `a..b`, `other:path`), and for `git status` the branch's
+  upstream and the config that names it;
+- for a call that prints metadata (`ls -l`, `stat`, `du`, `find -printf`): the whole stat of
+  each file and entry (mode "m"): touched or chmod-ed is changed there, though not for `cat`;
+- for a search that honours ignore files (`rg`, `ag`): those files, on its walk and above it.
 
 Whatever cannot be fingerprinted is recorded as unknown, never guessed: a path outside the
-project, a shell expansion (`$X`, `$(...)`, a loop), a directory past the budget. A call
-reads at most BYTES bytes and stats at most ENTRIES entries here, whatever it named.
+project, a shell expansion (`$X`, `$(...)`, a loop), a directory past the budget, a program
+whose answer depends on the environment (`which`, `date`), a revision only git could resolve
+(`main@{1}`). A call reads at most BYTES bytes and stats at most ENTRIES entries here, within
+the caller's time budget (Budget.deadline), whatever it named. Every file is opened without
+blocking and read only when regular (gitfiles.read_regular): a planted FIFO never hangs a hook.
 
 The operands of a shell command are found without a shell: every word that is not an
 option is a possible input (a pattern that names no file is simply recorded absent, which
@@ -29,7 +37,7 @@ only makes the check stricter), `cd` moves the base, unquoted globs stand for th
 directory, and `rg`/`ls`/`find`/... with no existing operand read the working directory,
 unless they name their inputs past the pattern (`grep -rn foo src/` with no src/ reads nothing).
 
-On every PostToolUse hook's path: only `os`, `stat`, `struct`, `hashlib`; no `re`, `json`,
+On every PostToolUse hook's path: only `os`, `stat`, `hashlib` (and gitfiles.py); no `re`, `json`,
 `dataclasses` or `typing`.
 """
 
@@ -38,11 +46,15 @@ from __future__ import annotations
 import hashlib
 import os
 import stat as _stat
-import struct
 
 from eggshell.reuse import links
+from eggshell.reuse.gitfiles import (PACKED_CAP, Index, find_git, is_abbrev, is_hex, read_head, read_regular, read_text, resolve,
+                                     rev_names, upstream)
 
-VERSION = 2  # 2: the way to each input ("l" entries); a version 1 fingerprint never saw it, so is never verified
+# 2: the way to each input ("l" entries); 3: metadata reads by their whole stat ("m"), the refs a git read names
+# ("r" entries), the ignore files of a search that honours them, the call's own workdir as its cwd. An older
+# fingerprint never saw these, so is never verified (it may still name a change).
+VERSION = 3
 FILE_CAP = 1 << 20  # bytes of one file hashed; a larger one is fingerprinted by its stat alone
 BYTES = 4 << 20  # bytes read per call (file contents and the git index)
 ENTRIES = 4000  # directory entries looked at per call
@@ -58,7 +70,11 @@ READ_TOOLS = frozenset({"read", "grep", "glob", "ls", "view"})  # commands.READ_
 READS_CWD = frozenset({"rg", "ag", "ack", "ls", "tree", "find", "du"})
 GREPS = frozenset({"grep", "egrep", "fgrep"})  # they read the working directory only with -r
 SKIPS_HIDDEN = frozenset({"rg", "ag", "ls", "tree"})  # dot entries are not read unless asked for
-SHALLOW = frozenset({"ls"})  # one level, unless -R
+SHALLOW = frozenset({"ls"})
+# Programs that leave out what ignore files name, and those files: inputs of their walks though dot files.
+HONOURS_IGNORES = frozenset({"rg", "ag"})
+IGNORE_FILES = (".gitignore", ".ignore", ".rgignore", ".agignore")
+NO_IGNORE = frozenset({"--no-ignore", "-uu", "-uuu", "--unrestricted", "--skip-vcs-ignores", "-U"})  # one level, unless -R
 # Programs that follow the links they meet inside a directory they walk, and the option that makes them:
 # (short letter, long option). What such a link leads to is read but is no entry of the walk: unknown.
 FOLLOWS = {"grep": ("R", "--dereference-recursive"), "egrep": ("R", "--dereference-recursive"), "fgrep": ("R", "--dereference-recursive"),
@@ -69,18 +85,44 @@ SKIPS_BINARY = frozenset({"rg", "ag"})  # binary files met while walking are not
 BINARY_SUFFIXES = (".pyc", ".pyo", ".o", ".so", ".class", ".png", ".jpg", ".jpeg", ".zip", ".jar", ".whl")
 GIT_TREE = frozenset({"status", "diff"})  # with no path, the whole work tree
 GIT_CWD = frozenset({"grep", "ls-files"})  # with no path, the working directory
+# git reads whose operands may name revisions: `git log main`, `git diff a..b`, `git show other:path`.
+GIT_REVS = frozenset({"log", "show", "diff", "blame", "shortlog", "describe", "rev-parse", "ls-tree", "grep", "rev-list",
+                      "cat-file", "whatchanged", "merge-base", "cherry", "range-diff", "name-rev"})
 GIT_REFS = frozenset({"--all", "--branches", "--tags", "--remotes", "--glob", "--exclude"})  # other refs than HEAD
+# Programs whose answer depends on the environment (PATH, the clock, the user, the host), not on
+# project files: a call of one is never verified, whatever files it names.
+ENVIRONMENT = frozenset({"which", "command", "type", "whereis", "hash", "env", "printenv", "date", "hostname", "whoami", "id",
+                         "uname", "pwd", "df", "ps", "uptime", "locale", "tty", "groups", "who", "w", "last", "free"})
+METADATA = frozenset({"stat", "du"})  # programs that always print a stat (sizes in blocks, times, modes)
+LS_METADATA = frozenset({"--full-time", "--time-style", "--size", "--inode", "--sort", "--time", "--author", "--numeric-uid-gid",
+                         "--format", "--block-size", "--human-readable", "--si", "--classify", "--file-type", "--indicator-style"})
+FIND_METADATA = ("-newer", "-anewer", "-cnewer", "-mtime", "-mmin", "-ctime", "-cmin", "-atime", "-amin", "-perm", "-printf",
+                 "-fprintf", "-ls", "-fls", "-size", "-user", "-group", "-uid", "-gid", "-nouser", "-nogroup", "-used",
+                 "-readable", "-writable", "-executable", "-inum", "-links", "-empty")
 KEYWORDS = frozenset({"for", "while", "until", "if", "case", "select", "function", "do", "then", "{", "}", "[[", "!"})
-_ENTRY = struct.Struct(">10I20sH")  # a git index entry's fixed part
 
 
 class Budget:
-    """What one call may still cost: bytes read and entries looked at."""
+    """What one call may still cost: bytes read, entries looked at, and (when given) time: a
+    `deadline` on time.monotonic() past which a walk gives up as if past its entries."""
 
-    __slots__ = ("bytes", "entries")
+    __slots__ = ("bytes", "entries", "deadline")
 
-    def __init__(self, nbytes: int = BYTES, entries: int = ENTRIES):
-        self.bytes, self.entries = nbytes, entries
+    def __init__(self, nbytes: int = BYTES, entries: int = ENTRIES, deadline: float | None = None):
+        self.bytes, self.entries, self.deadline = nbytes, entries, deadline
+
+    def spend(self, n: int = 1) -> bool:
+        """Count `n` entries looked at; False once over the entries or past the deadline."""
+        self.entries -= n
+        if self.deadline is not None and self.entries % 64 == 0 and _monotonic() > self.deadline:
+            self.entries = -1
+        return self.entries >= 0
+
+
+def _monotonic() -> float:
+    import time
+
+    return time.monotonic()
 
 
 # -- operands: pure --------------------------------------------------------------------
@@ -172,7 +214,7 @@ def tokens(cmd: str) -> list | None:
 class Need:
     """What a call reads, as found in its input: (path, how) pairs relative to its cwd, and why not."""
 
-    __slots__ = ("paths", "unknown", "git", "defaults", "groups")
+    __slots__ = ("paths", "unknown", "git", "defaults", "groups", "revs", "upstream")
 
     def __init__(self):
         self.paths: list = []  # (path joined to its clause's cwd, mode): mode "r" a tree, "1" one level; "h": dot entries too,
@@ -181,6 +223,8 @@ class Need:
         self.unknown: list = []  # reasons the call's inputs cannot all be named
         self.git = False  # a git command: HEAD (and the index) are inputs too
         self.defaults: list = []  # (command, cwd, mode): what it reads when none of its operands exists ("" cwd: the work tree's top)
+        self.revs: list = []  # (word, cwd): an operand of a git read that names a revision unless it is an existing path
+        self.upstream = False  # `git status` tells how the branch stands against its upstream: that ref is an input
 
     def add(self, path: str, mode: str, group: int = 0) -> None:
         self.paths.append((path, mode))
@@ -208,9 +252,7 @@ def needs(tool: str, tool_input: object, cwd: str) -> Need:
         need.unknown.append("%s is not a read" % tool)
         return need
     cmd = inp.get("command", inp.get("cmd"))
-    workdir = inp.get("workdir", inp.get("cwd"))  # Codex's exec_command may run elsewhere than the session's cwd
-    if isinstance(workdir, str) and workdir:
-        cwd = os.path.join(cwd, workdir)
+    cwd = call_cwd(tool, inp, cwd)
     if isinstance(cmd, list) and len(cmd) >= 3 and isinstance(cmd[-1], str) and str(cmd[0]).rsplit("/", 1)[-1] in ("bash", "sh", "zsh"):
         cmd = cmd[-1]
     if not isinstance(cmd, str) or len(cmd) > COMMAND_CHARS:
@@ -222,6 +264,17 @@ def needs(tool: str, tool_input: object, cwd: str) -> Need:
         return need
     _shell_needs(toks, cwd, need)
     return need
+
+
+def call_cwd(tool: str, tool_input: object, cwd: str) -> str:
+    """Where a call runs: the hook's cwd, joined with the call's own `workdir` (Codex's
+    exec_command and shell may run elsewhere than the session's cwd). A call's fingerprint
+    is taken, and checked, from here: `cat a.txt` in sub/ read another file than at the top."""
+    inp = tool_input if isinstance(tool_input, dict) else {}
+    workdir = inp.get("workdir", inp.get("cwd"))
+    if tool.casefold() in SHELL_TOOLS and isinstance(workdir, str) and workdir:
+        return os.path.normpath(os.path.join(cwd, workdir))
+    return cwd
 
 
 def _shell_needs(toks: list, cwd: str, need: Need) -> None:
@@ -265,6 +318,9 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
         return cwd
     prog = prog.rsplit("/", 1)[-1]
     rest = words[1:]
+    if prog in ENVIRONMENT:
+        need.unknown.append("%s answers from the environment, not from files" % prog)
+        return cwd
     if prog == "cd":
         to = next((w for w in rest if w[0] is not None and not w[0].startswith("-")), None)
         if to is None or to[1] or to[0].startswith("~"):
@@ -287,9 +343,17 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
         mode += "b"
     if _follows(prog, opts):
         mode += "L"
+    if _metadata(prog, opts):
+        mode += "m"
+    if prog in HONOURS_IGNORES and not opts & NO_IGNORE and "h" not in mode:
+        mode += "i"
     redirect = None
     operands = 0
     past = False  # after `--`, every word is an operand
+    pattern = sub == "grep" and not opts & {"-e", "-f"}  # `git grep PATTERN [REV...]`
+    if sub == "status" and (opts & {"-b", "--branch"} or not opts & {"-s", "--short", "--porcelain"} and
+                            not any(o.startswith("--porcelain") for o in opts)):
+        need.upstream = True
     for text, f in rest:
         if text is None:
             redirect = f
@@ -298,6 +362,11 @@ def _stage(words: list, cwd: str, need: Need, first: bool, group: int) -> str:
         if not past and text == "--":
             past = True
             continue
+        if prog == "git" and sub in GIT_REVS and not past and was is None and not text.startswith("-") and not f & EXPANDS:
+            if pattern:
+                pattern = False
+            elif not text.isdigit():  # (`git log -n 5`)
+                need.revs.append((text, cwd))
         if not past and text.startswith("-") and text != "-":
             eq = text.partition("=")[2]
             if not eq:
@@ -334,6 +403,22 @@ def _follows(prog: str, opts: set) -> bool:
     return any(o == long or (not o.startswith("--") and short in o[1:]) for o in opts)
 
 
+def _metadata(prog: str, opts: set) -> bool:
+    """Whether the program prints what a stat says (mode, owner, size, times, inode), not only
+    names and content: such a call is judged by the whole stat of what it read (mode "m"),
+    since a touched or chmod-ed file with the same bytes prints otherwise."""
+    if prog in METADATA:
+        return True
+    if prog == "find":
+        return any(o.startswith(FIND_METADATA) for o in opts)
+    if prog == "ls":
+        return any(o.partition("=")[0] in LS_METADATA if o.startswith("--") else any(c in "lnogtcusiSF" for c in o[1:]) for o in opts)
+    if prog == "tree":
+        return any(o in ("--du", "--inodes", "--device", "--timefmt") or (not o.startswith("--") and any(c in "pugshD" for c in o[1:]))
+                   for o in opts)
+    return False
+
+
 def _hidden(prog: str, opts: set) -> bool:
     """Whether the program reads dot entries of a directory it walks."""
     if prog == "ls":
@@ -368,18 +453,30 @@ class Probe:
         self._git = None
         self._index = None
         self._head = False
+        self._packed = None
 
     def git(self) -> tuple[str, str, str] | None:
         """(work tree top, git dir, common dir), or None outside a repository."""
         if self._git is None:
-            self._git = _find_git(self.root) or ()
+            self._git = find_git(self.root) or ()
         return self._git or None
 
     def head(self) -> str | None:
         if self._head is False:
             g = self.git()
-            self._head = _read_head(g[1], g[2]) if g else None
+            self._head = read_head(g[1], g[2]) if g else None
         return self._head
+
+    def ref_values(self, name: str) -> list | None:
+        """What each ref git would try for `name` holds now (git's order: NAME, refs/NAME, tags, heads,
+        remotes, a remote's HEAD), symbolic refs followed; None outside a repository."""
+        g = self.git()
+        if g is None:
+            return None
+        if self._packed is None:
+            self._packed = read_regular(os.path.join(g[2], "packed-refs"), PACKED_CAP) or b""
+        return [resolve(g[1], g[2], ref, self._packed) for ref in
+                (name, "refs/" + name, "refs/tags/" + name, "refs/heads/" + name, "refs/remotes/" + name, "refs/remotes/%s/HEAD" % name)]
 
     def index(self) -> "Index":
         if self._index is None:
@@ -403,10 +500,8 @@ class Probe:
             return got
         if st.st_size > FILE_CAP or st.st_size > self.budget.bytes or (kind == "k" and self.key is None):
             return None
-        try:
-            with open(path, "rb") as f:
-                data = f.read(min(st.st_size, FILE_CAP) + 1)
-        except OSError:
+        data = read_regular(path, min(st.st_size, FILE_CAP) + 1)
+        if data is None:
             return None
         self.budget.bytes -= len(data)
         if len(data) > FILE_CAP:
@@ -420,151 +515,6 @@ class Probe:
                 self.cache.clear()
             self.cache[ck] = got
         return got
-
-
-def _find_git(root: str) -> tuple[str, str, str] | None:
-    d = root
-    while True:
-        dot = os.path.join(d, ".git")
-        try:
-            st = os.lstat(dot)
-        except OSError:
-            st = None
-        if st is not None:
-            gitdir = dot
-            if _stat.S_ISREG(st.st_mode):  # a worktree or submodule: "gitdir: PATH"
-                try:
-                    with open(dot, encoding="utf-8") as f:
-                        line = f.read(4096).strip()
-                except (OSError, UnicodeDecodeError):
-                    return None
-                if not line.startswith("gitdir:"):
-                    return None
-                gitdir = os.path.normpath(os.path.join(d, line[7:].strip()))
-            common = gitdir
-            try:
-                with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as f:
-                    common = os.path.normpath(os.path.join(gitdir, f.read(4096).strip()))
-            except (OSError, UnicodeDecodeError):
-                pass
-            return d, gitdir, common
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
-
-
-def _read_head(gitdir: str, common: str) -> str | None:
-    """The commit HEAD names (hex), read from HEAD, a loose ref or packed-refs; None if unborn."""
-    try:
-        with open(os.path.join(gitdir, "HEAD"), encoding="utf-8") as f:
-            head = f.read(4096).strip()
-        for _ in range(5):  # a symbolic ref may point at another one
-            if not head.startswith("ref:"):
-                return head if _hex(head) else None
-            ref = head[4:].strip()
-            if ".." in ref or ref.startswith("/"):
-                return None
-            for base in (gitdir, common):
-                try:
-                    with open(os.path.join(base, ref), encoding="utf-8") as f:
-                        head = f.read(4096).strip()
-                    break
-                except FileNotFoundError:
-                    continue
-            else:
-                return _packed_ref(common, ref)
-    except (OSError, UnicodeDecodeError):
-        return None
-    return None
-
-
-def _packed_ref(common: str, ref: str) -> str | None:
-    try:
-        with open(os.path.join(common, "packed-refs"), "rb") as f:
-            data = f.read(1 << 20)
-    except OSError:
-        return None
-    want = b" " + ref.encode("utf-8") + b"\n"
-    at = data.find(want)
-    if at < 0:
-        return None
-    start = data.rfind(b"\n", 0, at) + 1
-    h = data[start:at].decode("ascii", "replace")
-    return h if _hex(h) else None
-
-
-def _hex(s: str) -> bool:
-    return len(s) in (40, 64) and all(c in "0123456789abcdef" for c in s)
-
-
-class Index:
-    """Entries of a git index (v2, v3), looked up without parsing all of it.
-
-    Entries are sorted by path, 8-byte aligned from offset 12, and each spells its whole
-    path: a path is found with one `bytes.find` and checked at its entry's offset, and a
-    directory's entries are the run that starts at its first one.
-    """
-
-    def __init__(self, data: bytes = b"", mtime_ns: int = 0):
-        self.data = data
-        self.mtime_ns = mtime_ns  # an entry changed at or after this may be racily clean (git's rule)
-
-    def _at(self, s: int):
-        """(path, blob hex, stat tuple, next entry's offset, path offset) of the entry at `s`, or None."""
-        d = self.data
-        if s < 12 or (s - 12) % 8 or s + 62 > len(d):
-            return None
-        f = _ENTRY.unpack_from(d, s)
-        p = s + (64 if f[11] & 0x4000 else 62)
-        e = d.find(b"\0", p)
-        if e < 0 or (f[11] & 0xFFF) not in (e - p, 0xFFF) or f[6] >> 12 not in (0o10, 0o12, 0o16):
-            return None
-        return d[p:e], f[10].hex(), (f[0], f[1], f[2], f[3], f[5], f[9]), s + ((e - s + 8) & ~7), p
-
-    def _starting(self, p: int):
-        """The entry whose path starts at offset `p` (a `find` hit), or None (a hit inside another path)."""
-        for s in (p - 62, p - 64):
-            e = self._at(s)
-            if e is not None and e[4] == p:
-                return e
-        return None
-
-    def lookup(self, rel: str):
-        """(blob hex, (ctime s, ctime ns, mtime s, mtime ns, ino, size)) of a tracked path, or None."""
-        if not self.data:
-            return None
-        want = rel.encode("utf-8", "surrogateescape")
-        at = self.data.find(want + b"\0", 12)
-        while at >= 0:
-            e = self._starting(at)
-            if e is not None and e[0] == want:
-                return e[1], e[2]
-            at = self.data.find(want + b"\0", at + 1)
-        return None
-
-    def under(self, rel: str, budget: Budget) -> dict | None:
-        """{path: (blob, stat)} of the tracked entries under a directory ("": all); None past the budget."""
-        out: dict = {}
-        if not self.data:
-            return out
-        prefix = (rel.rstrip("/") + "/").encode("utf-8", "surrogateescape") if rel else b""
-        e = self._at(12)
-        if prefix:
-            at = self.data.find(prefix, 12)
-            e = None
-            while at >= 0:
-                e = self._starting(at)
-                if e is not None and e[0].startswith(prefix):
-                    break
-                e, at = None, self.data.find(prefix, at + 1)
-        while e is not None and e[0].startswith(prefix):
-            budget.entries -= 1
-            if budget.entries < 0:
-                return None
-            out[e[0].decode("utf-8", "surrogateescape")] = (e[1], e[2])
-            e = self._at(e[3])
-        return out
 
 
 def _load_index(probe: Probe) -> Index:
@@ -582,10 +532,8 @@ def _load_index(probe: Probe) -> Index:
         return got
     if st.st_size > INDEX_CAP or st.st_size > probe.budget.bytes:
         return Index()
-    try:
-        with open(path, "rb") as f:
-            data = f.read(st.st_size)  # (not INDEX_CAP: a read allocates what it is asked for)
-    except OSError:
+    data = read_regular(path, st.st_size)  # (not INDEX_CAP: a read allocates what it is asked for)
+    if data is None:
         return Index()
     probe.budget.bytes -= len(data)
     if data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
@@ -611,14 +559,21 @@ def _clean(entry, st: os.stat_result, index: Index) -> bool:
 # -- observing: the record side ---------------------------------------------------------
 
 
-def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | None, when: str, probe: Probe | None = None) -> dict:
+def unknown(when: str, why: str) -> dict:
+    """A fingerprint that names no input and says why: never verified (a fingerprint given up on)."""
+    return {"v": VERSION, "at": when, "head": None, "cwd": None, "key": None, "in": [], "unknown": [why]}
+
+
+def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | None, when: str, probe: Probe | None = None,
+            budget: Budget | None = None) -> dict:
     """The fingerprint of one call's inputs now (see the module docstring); never raises on I/O."""
-    probe = probe or Probe(root, key)
+    probe = probe or Probe(root, key, budget=budget)
     need = needs(tool, tool_input, cwd)
     entries: list = []
     unknown = list(need.unknown)
     existing: set = set()  # the commands one of whose operands exists
     now = _now_ns()
+    cwd = call_cwd(tool, tool_input, cwd)
     rel_cwd = inside(probe.root, os.path.realpath(cwd))
     where = (cwd, rel_cwd)
     for (path, mode), group in zip(need.paths, need.groups):
@@ -633,8 +588,15 @@ def observe(tool: str, tool_input: object, cwd: str, root: str, key: bytes | Non
             g = probe.git()
             at = g[0] if g else root
         entries.extend(_observe_path(probe, at, mode, now, where))
+    ignores = {e[1] for e in entries if e[0] == "d" and "i" in e[2]}
+    if ignores:
+        entries.extend(_ignore_entries(probe, ignores, now, where))
     if need.git:
         entries.append(["h", probe.head()])
+    if need.upstream:
+        entries.extend(_upstream_entries(probe, now, where))
+    for word, at in need.revs:
+        entries.extend(_rev_entries(probe, word, at))
     if not entries and not unknown:
         unknown.append("the call names no input")
     fp = {"v": VERSION, "at": when, "head": probe.head(), "cwd": rel_cwd, "key": key_id(key), "in": entries}
@@ -649,6 +611,66 @@ def _now_ns() -> int:
     import time
 
     return time.time_ns()
+
+
+def _ignore_entries(probe: "Probe", walked: set, now: int, where: tuple) -> list:
+    """The ignore files a search that honours them reads besides those of the directories it
+    walks: each walked directory's parents' up to the project root, and the repository's
+    `.git/info/exclude` (when inside the project). A global excludes file is not seen."""
+    seen: set = set()
+    out: list = []
+    for rel in walked:
+        parts = [] if rel == "." else rel.split("/")
+        for k in range(len(parts)):
+            d = "/".join(parts[:k]) or "."
+            for name in IGNORE_FILES:
+                p = name if d == "." else d + "/" + name
+                if p not in seen:
+                    seen.add(p)
+                    out.extend(_observe_path(probe, os.path.join(probe.root, p), "", now, where))
+    g = probe.git()
+    if g is not None and inside(probe.root, os.path.realpath(g[2])) is not None:
+        out.extend(_observe_path(probe, os.path.join(g[2], "info", "exclude"), "", now, where))
+    return out
+
+
+def _upstream_entries(probe: "Probe", now: int, where: tuple) -> list:
+    """What `git status` compares the branch with: the repository's config (which names the
+    upstream) and the upstream's ref (`ahead 1`, `behind 3` after a fetch)."""
+    g = probe.git()
+    if g is None:
+        return []
+    if inside(probe.root, os.path.realpath(g[2])) is None:
+        return [["u", "", "a repository outside the project"]]
+    out = _observe_path(probe, os.path.join(g[2], "config"), "", now, where)
+    head = read_text(os.path.join(g[1], "HEAD")) or ""
+    branch = head[4:].strip()[len("refs/heads/"):] if head.startswith("ref:") and "refs/heads/" in head else None
+    up = upstream(read_regular(os.path.join(g[2], "config"), 1 << 16) or b"", branch) if branch else None
+    if up is not None:
+        out.append(["r", up, probe.ref_values(up)])
+    return out
+
+
+def _rev_entries(probe: "Probe", word: str, cwd: str) -> list:
+    """The refs a git read's operand names, as entries ["r", name, values]; [] when it is an
+    existing path (git reads it as one) or names HEAD (an "h" entry already); ["u", ...] when it
+    cannot be read cheaply (`main@{1}`, a name no ref holds that is no object id)."""
+    try:
+        os.lstat(os.path.join(cwd, word))
+        return []
+    except OSError:
+        pass
+    names = rev_names(word)
+    if names is None:
+        return [["u", word[:80], "a revision this reader cannot resolve"]]
+    out = []
+    for name in names:
+        values = probe.ref_values(name)
+        if values is None or (not any(values) and not is_abbrev(name)):
+            out.append(["u", name[:80], "a revision this reader cannot resolve"])
+        else:
+            out.append(["r", name, values])
+    return out
 
 
 def inside(root: str, real: str) -> str | None:
@@ -682,7 +704,7 @@ def _observe_path(probe: Probe, path: str, mode: str, now: int, where: tuple) ->
     if rel is None:
         return [["u", "", "outside the project"]]  # no absolute path is stored (egg-format.md)
     if _stat.S_ISREG(st.st_mode):
-        return way + [_file_entry(probe, real, rel, st, now)]
+        return way + [_file_entry(probe, real, rel, st, now, mode)]
     if _stat.S_ISDIR(st.st_mode):
         return way + [_dir_entry(probe, real, rel, mode, now)]
     return [["u", rel, "not a file or directory"]]
@@ -724,7 +746,7 @@ def _way_id(probe: Probe, met: list) -> str | None:
     return "k:" + h.hexdigest()
 
 
-def _file_entry(probe: Probe, real: str, rel: str, st: os.stat_result, now: int) -> list:
+def _file_entry(probe: Probe, real: str, rel: str, st: os.stat_result, now: int, mode: str = "") -> list:
     probe.budget.entries -= 1
     racy = int(now - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS)
     ix = probe.index().lookup(probe.repo_path(rel) or "") if probe.git() else None
@@ -733,7 +755,8 @@ def _file_entry(probe: Probe, real: str, rel: str, st: os.stat_result, now: int)
     else:
         k = probe.content_id(real, st, "k")
         cid = None if k is None else "k:" + k
-    return ["f", rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, cid, racy, ix[0] if ix else None]
+    entry = ["f", rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, cid, racy, ix[0] if ix else None]
+    return entry + ["m"] if "m" in mode else entry  # a metadata read: judged by its whole stat
 
 
 def _dir_entry(probe: Probe, real: str, rel: str, mode: str, now: int) -> list:
@@ -761,6 +784,11 @@ def _digest(probe: Probe, real: str, rel: str, mode: str, now: int | None, racy:
         return None
     h = hashlib.sha256()
     n = 0
+    if "m" in mode:  # `ls -ld`, `stat dir`, `ls -la`'s `.`: the directory's own stat is shown too
+        try:
+            h.update(_stat_line(b".", os.lstat(real)))
+        except OSError:
+            h.update(b"!.\0")
     stack = [(real, "")]
     while stack:
         d, sub = stack.pop()
@@ -772,12 +800,11 @@ def _digest(probe: Probe, real: str, rel: str, mode: str, now: int | None, racy:
             continue
         dirs = []
         for e in items:
-            if e.name == ".git" or (e.name.startswith(".") and "h" not in mode) or (
+            if e.name == ".git" or (e.name.startswith(".") and "h" not in mode and not ("i" in mode and e.name in IGNORE_FILES)) or (
                     "b" in mode and (e.name == "__pycache__" or e.name.endswith(BINARY_SUFFIXES))):
                 continue
             n += 1
-            probe.budget.entries -= 1
-            if probe.budget.entries < 0:
+            if not probe.budget.spend():
                 return None
             name = sub + e.name
             try:
@@ -786,7 +813,10 @@ def _digest(probe: Probe, real: str, rel: str, mode: str, now: int | None, racy:
                 continue
             if "L" in mode and _stat.S_ISLNK(st.st_mode):
                 return False
-            line = _dir_line(probe, e.path, name, st, tracked, base, index, now, racy, hashed)
+            if "m" in mode:
+                line = _stat_line(name.encode("utf-8", "surrogateescape"), st)
+            else:
+                line = _dir_line(probe, e.path, name, st, tracked, base, index, now, racy, hashed)
             if line is None:
                 return None
             h.update(line)
@@ -794,6 +824,12 @@ def _digest(probe: Probe, real: str, rel: str, mode: str, now: int | None, racy:
                 dirs.append((e.path, name + "/"))
         stack.extend(reversed(dirs))
     return h.hexdigest(), n
+
+
+def _stat_line(nm: bytes, st: os.stat_result) -> bytes:
+    """An entry as a metadata read prints it: its whole stat, content not looked at."""
+    return b"m %s %o %d %d %d %d %d %d %d\0" % (nm, st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                              st.st_ino, st.st_nlink)
 
 
 def _dir_line(probe, path, name, st, tracked, base, index, now, racy, hashed) -> bytes | None:
@@ -829,11 +865,12 @@ def check(fp: object, probe: Probe, cwd: str | None = None) -> tuple[str, list]:
     `cwd` (project-relative) is where the new call runs: a call recorded elsewhere read
     other paths (`rg foo src` in another directory), so it is not verified.
     """
-    if not isinstance(fp, dict) or fp.get("v") not in (1, VERSION) or not isinstance(fp.get("in"), list):
+    if not isinstance(fp, dict) or fp.get("v") not in (1, 2, VERSION) or not isinstance(fp.get("in"), list):
         return UNKNOWN, []
     changed: list = []
-    # Version 1 did not record the way to its inputs: a link on it may have been retargeted since,
-    # so it is never verified (an input it names that changed is still named).
+    # Version 1 did not record the way to its inputs (a link on it may have been retargeted since), version 2
+    # not the stat a metadata read printed, the other refs a git read named, the ignore files of a search or
+    # the call's workdir: neither is ever verified (an input it names that changed is still named).
     unknown = bool(fp.get("unknown")) or (cwd is not None and fp.get("cwd") != cwd) or fp.get("v") != VERSION
     key_ok = fp.get("key") is not None and fp.get("key") == key_id(probe.key)
     for e in fp["in"]:
@@ -858,6 +895,11 @@ def _check_entry(probe: Probe, e: list, key_ok: bool, git: bool) -> str:
         return VERIFIED if e[1] is not None and probe.head() == e[1] else (UNKNOWN if e[1] is None else CHANGED)
     if kind == "l":
         return _check_way(probe, e, key_ok)
+    if kind == "r":  # a ref a git read named: the same ids under the same names
+        if not isinstance(e[1], str) or not isinstance(e[2], list):
+            return UNKNOWN
+        now = probe.ref_values(e[1])
+        return UNKNOWN if now is None else (VERIFIED if now == e[2] else CHANGED)
     rel = e[1]
     if not isinstance(rel, str) or rel.startswith("/") or ".." in rel.split("/"):
         return UNKNOWN
@@ -904,6 +946,8 @@ def _check_file(probe: Probe, path: str, rel: str, st: os.stat_result, e: list, 
         if (now_ix[0] if now_ix else None) != ix:
             return CHANGED  # staged or committed anew: `git diff` and `git status` would say otherwise
     probe.budget.entries -= 1
+    if len(e) > 9 and e[9] == "m":  # a metadata read (`ls -l`, `stat`): what it printed is the stat itself
+        return VERIFIED if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == (size, mtime, ctime, ino) else CHANGED
     if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == (size, mtime, ctime, ino) and not racy:
         return VERIFIED
     if cid is None:

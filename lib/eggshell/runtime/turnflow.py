@@ -31,6 +31,7 @@ SEALING = ("Stop", "SessionEnd", "Interrupt")  # events that end a turn
 # A failed tool call (a non-zero exit) may come as PostToolUseFailure; its text is the output.
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 DEFAULT_BUDGET = 8000  # handoff characters when a turn's selection does not say (config.Config.handoff_chars)
+OBSERVE_SECONDS = 1.0  # a fingerprint taking longer is given up: the event is journaled with an unknown one
 INQUIRY_CHARS = 4096  # characters of a prompt that search and matching see (see inquiry_of)
 
 
@@ -272,12 +273,29 @@ def _observed(paths: Paths, payload: dict, cwd: str, prompt: dict | None, when: 
     root = prompt.get("root") if prompt else None
     if not isinstance(name, str) or name.casefold() not in fingerprint.SHELL_TOOLS | fingerprint.READ_TOOLS or not isinstance(root, str):
         return {}
-    try:
-        key = fingerprint.key_of(paths.state_dir, create=True)
-        return {"observed": fingerprint.observe(name, payload.get("tool_input"), cwd, root, key, when)}
-    except Exception as e:  # fail open: the tool result is journaled without it
-        _log(paths, "freshness")("fingerprint of a %s call: %s: %s" % (name, type(e).__name__, e))
-        return {}
+    import threading
+    import time
+
+    box: dict = {}
+
+    def work() -> None:
+        try:
+            key = fingerprint.key_of(paths.state_dir, create=True)
+            budget = fingerprint.Budget(deadline=time.monotonic() + OBSERVE_SECONDS)
+            box["fp"] = fingerprint.observe(name, payload.get("tool_input"), cwd, root, key, when, budget=budget)
+        except Exception as e:  # fail open: the tool result is journaled without it
+            box["error"] = e
+
+    # A thread we stop waiting for: whatever the file system does (a FIFO, a hung mount), the
+    # tool event is journaled within the budget, its fingerprint unknown (never verified, never denied).
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    t.join(OBSERVE_SECONDS + 0.25)
+    if "fp" in box:
+        return {"observed": box["fp"]}
+    why = "took longer than %.1f s" % OBSERVE_SECONDS if t.is_alive() else "%s: %s" % (type(box.get("error")).__name__, box.get("error"))
+    _log(paths, "freshness")("fingerprint of a %s call: %s" % (name, why))
+    return {"observed": fingerprint.unknown(when, "the fingerprint " + why[:200])}
 
 
 def record(payload: object, paths: Paths) -> Step | None:
@@ -409,7 +427,7 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
 
             evidence = normalize_output(payload.get("tool_response"))
         q = Inquiry(work, shown, (), budget, st.session, enforce=st.event == "PreToolUse", local_union=local_union, evidence=evidence)
-        h = _reuse(paths, res, read, q, effects, staged=staged, standing=_judge(paths, res, journal, st, st.cwd), call=st.event)
+        h = _reuse(paths, res, read, q, effects, staged=staged, standing=_judge(paths, res, journal, st, _call_cwd(payload, st.cwd)), call=st.event)
         if h.deny:
             return {"deny": h.text}
         return _context(h.text)
@@ -581,6 +599,14 @@ def _staged(journal: Journal, session: str, turn: str | None) -> list:
         return list(compile_turn(parse_turn(record)).roots)
     except TurnError:
         return []
+
+
+def _call_cwd(payload: dict, cwd: str | None) -> str | None:
+    """Where the proposed call runs (its `workdir` joined), as its fingerprint would be taken."""
+    from eggshell.reuse.fingerprint import call_cwd
+
+    name = payload.get("tool_name")
+    return cwd if cwd is None or not isinstance(name, str) else call_cwd(name, payload.get("tool_input"), cwd)
 
 
 def _judge(paths: Paths, res, journal: Journal, st: Step, cwd: str | None):

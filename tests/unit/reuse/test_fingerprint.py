@@ -43,11 +43,11 @@ def test_operands_come_from_the_command_line_as_a_shell_reads_it():
     assert needs("Bash", {"command": "ls"}, "/p").defaults == [(0, "/p", "1")]
     assert needs("Bash", {"command": "grep -rn foo"}, "/p").defaults == [(0, "/p", "rh")]
     assert needs("Bash", {"command": "grep foo"}, "/p").defaults == []  # reads its stdin
-    assert needs("Bash", {"command": "cat a.py && cd src && rg foo | head"}, "/p").defaults == [(2, "/p/src", "rb")]
+    assert needs("Bash", {"command": "cat a.py && cd src && rg foo | head"}, "/p").defaults == [(2, "/p/src", "rbi")]
     # past the pattern, an operand names what is read: the directory is not, even if it is gone
     assert needs("Bash", {"command": "grep -rn foo src/"}, "/p").defaults == []
-    assert needs("Bash", {"command": "rg -e foo"}, "/p").defaults == [(0, "/p", "rb")]
-    assert needs("Bash", {"command": "rg -e foo -e bar"}, "/p").defaults == [(0, "/p", "rb")]  # patterns, not paths
+    assert needs("Bash", {"command": "rg -e foo"}, "/p").defaults == [(0, "/p", "rbi")]
+    assert needs("Bash", {"command": "rg -e foo -e bar"}, "/p").defaults == [(0, "/p", "rbi")]  # patterns, not paths
     assert needs("Bash", {"command": "ls gone"}, "/p").defaults == []
 
 
@@ -280,7 +280,19 @@ def test_a_version_1_fingerprint_is_never_verified_but_still_names_a_change(tmp_
     assert check(old, Probe(str(tmp_path), KEY)) == (UNKNOWN, [])
     (tmp_path / "v1" / "n.txt").write_text("ALPHA\n")
     assert check(old, Probe(str(tmp_path), KEY)) == (CHANGED, ["v1/n.txt"])
-    assert check(dict(fp, v=3), Probe(str(tmp_path), KEY)) == (UNKNOWN, [])  # a later version is not guessed at
+    assert check(dict(fp, v=fpm.VERSION + 1), Probe(str(tmp_path), KEY)) == (UNKNOWN, [])  # a later version is not guessed at
+
+
+@pytest.mark.parametrize("command", ["cat a.txt", "ls -l a.txt", "git log --oneline"])
+def test_a_version_2_fingerprint_is_never_verified_but_still_names_a_change(tmp_path, command):
+    """One recorded before metadata, other refs, ignore files and workdirs were inputs (red-team round IV)."""
+    (tmp_path / "a.txt").write_text("alpha\n")
+    fp = observe("Bash", {"command": command}, str(tmp_path), str(tmp_path), KEY, "T")
+    assert check(fp, Probe(str(tmp_path), KEY))[0] == VERIFIED or command.startswith("git")
+    assert check(dict(fp, v=2), Probe(str(tmp_path), KEY)) == (UNKNOWN, [])
+    (tmp_path / "a.txt").write_text("ALPHA\n")
+    if not command.startswith("git"):
+        assert check(dict(fp, v=2), Probe(str(tmp_path), KEY)) == (CHANGED, ["a.txt"])
 
 
 # -- the key ------------------------------------------------------------------------------------

@@ -120,8 +120,10 @@ def oracle_grounded(corpus: Corpus, m) -> Atom | None:
 
 def oracle_reads(text: str) -> tuple[bool, bool]:
     """(only reads, operands only add inputs) of a "Bash\n<clause>" pattern, from the docstring's rule."""
+    import shlex
     import unicodedata
 
+    from eggshell.reuse import effects
     from eggshell.reuse.commands import ADDITIVE_PROGRAMS, GIT_READS, READ_ONLY_PROGRAMS
 
     tool, _, clause = text.partition("\n")
@@ -135,8 +137,14 @@ def oracle_reads(text: str) -> tuple[bool, bool]:
         opts = {w.lstrip("-").split("=")[0] for w in words[1:] if w.startswith("-")}
         if prog not in READ_ONLY_PROGRAMS or (prog == "sed" and opts & {"i", "in-place"}):
             return False, False
-        if prog == "find" and opts & {"delete", "exec", "execdir", "ok", "fprint", "fls"}:
+        if prog == "find" and opts & {"delete", "exec", "execdir", "ok", "okdir", "fprint", "fprint0", "fprintf", "fls"}:
             return False, False
+        if prog in ("sed", "awk", "find"):
+            try:
+                if effects.has_effects(prog, shlex.split(" ".join(words))[1:]):
+                    return False, False
+            except ValueError:
+                return False, False
         if prog == "git" and next((w for w in words[1:] if not w.startswith("-")), "").casefold() not in GIT_READS:
             return False, False
     first = stages[0][0].rsplit("/", 1)[-1].casefold() if stages and stages[0] else ""
