@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from eggshell.cli import main as cli
-from eggshell.cli.setup import EGGS_GITIGNORE
+from eggshell.graph.ignorefile import INIT_TEXT as EGGS_GITIGNORE
 from eggshell import config
 from eggshell.paths import PROJECT_CONFIG
 from eggshell.graph.records import turn_views
@@ -71,6 +71,16 @@ def test_init_is_idempotent_and_keeps_an_existing_config(egg, tmp_path):
     assert (proj / ".eggs" / ".gitignore").read_text() == "mine\n"
     # the configured store's directory is made, with its own .gitignore
     assert (proj / ".eggs" / "store" / ".gitignore").read_text() == EGGS_GITIGNORE
+
+
+def test_init_never_writes_the_gitignore_through_a_dangling_link(egg, tmp_path):
+    """A repository ships `.eggs/.gitignore` as a link to a file that does not exist yet: init must not create it."""
+    proj = tmp_path / "p"
+    (proj / ".eggs").mkdir(parents=True, mode=0o700)
+    victim = tmp_path / "created-through-the-link"
+    os.symlink(victim, proj / ".eggs" / ".gitignore")
+    rc, out, _ = egg("init", str(proj))
+    assert rc == 0 and not victim.exists() and "wrote    %s" % (proj / ".eggs" / ".gitignore") not in out
 
 
 def test_init_gitignore_keeps_stores_out_of_git(egg):
