@@ -63,11 +63,21 @@ class Provider:
         return self._semantic.encoder.model_id if self._semantic is not None else None
 
     def index(self, items: list[dict], progress=None) -> int:
-        """Embed and cache the texts' windows now, so a later query only embeds itself."""
+        """Embed and cache the texts' windows now, so a later query only embeds itself.
+
+        Items that name their store and turn (records.index_items) are embedded only while
+        no tombstone hides them: checked first, and again right before each write
+        (graph/tombstones.Gate), so a turn forgotten meanwhile leaves nothing in the cache."""
         if not self.uses_model or not items:
             return 0
+        from eggshell.graph.tombstones import Gate, item_of
+
+        named = [x for x in map(item_of, items) if x is not None]
+        gate = Gate(named).open if named else None
+        if gate is not None and not gate():
+            return 0
         try:
-            return len(self._index().ensure([i["text"] for i in items], progress))
+            return len(self._index().ensure([i["text"] for i in items], progress, gate=gate))
         except Exception as e:
             self._failed("index", e)
             return 0

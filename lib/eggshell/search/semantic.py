@@ -71,13 +71,14 @@ class SemanticIndex:
         return self._windows(text, QUERY_WINDOWS)
 
     def ensure(self, texts: list[str], progress: Callable[[int, int], None] | None = None, limit: int | None = None,
-               budget_s: float | None = None) -> list[np.ndarray]:
+               budget_s: float | None = None, gate: Callable[[], bool] | None = None) -> list[np.ndarray]:
         """Cache rows for each text's windows, embedding (in batches) what the cache lacks.
 
         With `limit`, at most that many windows are embedded now; with `budget_s`, no new batch
         starts past that many seconds, and batches are small (QUERY_BATCH), each stored when
         made. A text whose windows are not all cached yet gets the rows it has (it is scored
-        by them) and is completed by a later call.
+        by them) and is completed by a later call. With `gate` (vectors.VectorCache.put), a
+        batch is stored only while the gate is open, and embedding stops at the first it is not.
         """
         cache = self.cache
         cache.check_purge()
@@ -107,7 +108,11 @@ class SemanticIndex:
                              % (done, len(missing), budget_s))
                     break
                 batch = missing[i : i + size]
-                cache.put(batch, self.encoder.embed(batch))
+                if gate is not None and not gate():
+                    break  # forgotten meanwhile: nothing more of it is embedded
+                got = cache.put(batch, self.encoder.embed(batch), gate=gate)
+                if gate is not None and (got < 0).any():
+                    break
                 done += len(batch)
                 if progress:
                     progress(min(i + size, len(missing)), len(missing))
