@@ -51,35 +51,14 @@ def item_of(d: dict) -> Item | None:
     return Item(store, (turn[0], turn[1]), tuple(roots))
 
 
-class Gate:
-    """`open()`: every item is still live (its store there, no tombstone naming its turn or a root of it).
+class Tombstones:
+    """What each store's tombstones forget, as last read; each look reads only what was appended since."""
 
-    Asked before every batch a long `egg index` writes: the items are checked again only
-    when a store gained tombstones (or went) since the last look."""
-
-    def __init__(self, items: list[Item]):
-        self.items = items
-        self.stores = list(dict.fromkeys(it.store for it in items))
+    def __init__(self):
         self._seen: dict[str, _Seen] = {}
-        self._count: dict[str, int] = {}  # tombstones each store had when the items were last checked
-        self._ok = False
 
-    def open(self) -> bool:
-        now = {}
-        for path in self.stores:
-            s = self._read(path)
-            if s is None:
-                self._count.clear()
-                return False
-            now[path] = len(s.roots) + len(s.turns)
-        if now != self._count:
-            self._ok = all(it.turn not in self._seen[it.store].turns and self._seen[it.store].roots.isdisjoint(it.roots)
-                           for it in self.items)
-            self._count = now
-        return self._ok
-
-    def _read(self, path: str) -> _Seen | None:
-        """The store's tombstones, reading only what was appended since the last look (all of it after a rewrite)."""
+    def of(self, path: str) -> _Seen | None:
+        """The store's tombstones now (None: the store is gone or unreadable), reading all of it after a rewrite."""
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
@@ -97,6 +76,38 @@ class Gate:
             return None
         finally:
             os.close(fd)
+
+    def live(self, items: list[Item]) -> list[bool]:
+        """Whether each item is live now: its store there, and no tombstone naming its turn or one of its roots."""
+        seen = {p: self.of(p) for p in dict.fromkeys(it.store for it in items)}
+        return [(s := seen[it.store]) is not None and it.turn not in s.turns and s.roots.isdisjoint(it.roots) for it in items]
+
+
+class Gate:
+    """`open()`: every item is still live (Tombstones.live).
+
+    Asked before every batch a long `egg index` writes: the items are checked again only
+    when a store gained tombstones (or went) since the last look."""
+
+    def __init__(self, items: list[Item], tombstones: Tombstones | None = None):
+        self.items = items
+        self.stores = list(dict.fromkeys(it.store for it in items))
+        self.tombstones = tombstones or Tombstones()
+        self._count: dict[str, int] | None = None  # tombstones each store had when the items were last checked
+        self._ok = False
+
+    def open(self) -> bool:
+        now = {}
+        for path in self.stores:
+            s = self.tombstones.of(path)
+            if s is None:
+                self._count = None
+                return False
+            now[path] = len(s.roots) + len(s.turns)
+        if now != self._count:
+            self._ok = all(self.tombstones.live(self.items))
+            self._count = now
+        return self._ok
 
 
 def _scan(m, start: int, end: int, s: _Seen) -> int:
