@@ -157,7 +157,7 @@ def test_the_provider_caches_nothing_of_a_turn_forgotten_before_or_while_it_embe
 def test_a_live_turn_is_still_embedded_ahead(tmp_path):
     path, items = _saved(tmp_path)
     (tmp_path / "other").mkdir()
-    other_path, other = _saved(tmp_path / "other", prompt="how is the parser configured", output="depth = 3\n")
+    _, other = _saved(tmp_path / "other", prompt="how is the parser configured", output="depth = 3\n")
     _forget_match(path)  # another store's tombstone does not stop this one
     n = _provider(tmp_path, LineEncoder()).index(other)
     assert n == 1 and "depth = 3" in _cached_text(tmp_path)
