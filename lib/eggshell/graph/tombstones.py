@@ -110,6 +110,32 @@ class Gate:
         return self._ok
 
 
+class Unchanged:
+    """`open()`: none of these stores gained a tombstone, was rewritten or came or went since `mark()`.
+
+    A searcher marks it before it reads its stores, so the candidates it embeds at query time
+    (or the warm manager between requests) are known live while it stays open: a turn
+    forgotten meanwhile is not cached by a query that read it a moment before."""
+
+    def __init__(self, paths: list[str], tombstones: Tombstones | None = None):
+        self.paths = list(dict.fromkeys(paths))
+        self.tombstones = tombstones or Tombstones()
+        self._base: tuple | None = None
+
+    def _now(self) -> tuple:
+        out = []
+        for p in self.paths:
+            s = self.tombstones.of(p)
+            out.append(None if s is None else (s.ino, len(s.roots) + len(s.turns)))
+        return tuple(out)
+
+    def mark(self) -> None:
+        self._base = self._now()
+
+    def open(self) -> bool:
+        return self._base is not None and self._now() == self._base
+
+
 def _scan(m, start: int, end: int, s: _Seen) -> int:
     """Add the tombstones whose lines start in m[start:end] (a line starts after a newline); where the next look starts."""
     at = m.find(_MARK, start, end)

@@ -344,7 +344,7 @@ class Resources:
                 done += idx.embedded
             if s.candidates and done < limit:
                 with self.unlocked():
-                    self._background(idx.ensure, [c["text"] for c in s.candidates], None, limit - done)
+                    self._background(idx.ensure, [c["text"] for c in s.candidates], None, limit - done, None, s.write_gate())
                 done += idx.embedded
         return done
 

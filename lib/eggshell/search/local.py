@@ -35,6 +35,9 @@ class Provider:
         self._bm25_texts: list[str] | None = None
         self.query_embed_limit: int | None = None  # None: semantic.QUERY_EMBED_LIMIT
         self.threads: int | None = None  # the model's threads (None: onnxruntime's default, every core)
+        # Set by a searcher before it ranks (Searcher.search): candidates are cached only while it
+        # is open, i.e. no store they came from gained a tombstone since (graph/tombstones.Unchanged).
+        self.write_gate: Callable[[], bool] | None = None
 
     @property
     def uses_model(self) -> bool:
@@ -98,7 +101,7 @@ class Provider:
         error = None
         if self.uses_model and texts:
             try:
-                sc = self._index().scores(query, texts)
+                sc = self._index().scores(query, texts, self.write_gate)
                 semantic = sorted(((j, float(v)) for j, v in enumerate(sc) if v >= s.threshold), key=lambda x: (-x[1], x[0]))
             except Exception as e:
                 error = "%s: %s" % (type(e).__name__, e)

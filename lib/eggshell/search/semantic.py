@@ -128,26 +128,27 @@ class SemanticIndex:
                     partial[t] = r
         return [self._rows[t] if t in self._rows else partial[t] for t in texts]
 
-    def _flat_rows(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    def _flat_rows(self, texts: list[str], gate: Callable[[], bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(all rows of the candidates' windows, the count per candidate), kept while they are the same."""
         if self._flat is not None and self._flat[0] == texts:
             return self._flat[1], self._flat[2]
-        rows = self.ensure(texts, limit=self.query_embed_limit, budget_s=self.query_embed_budget_s)
+        rows = self.ensure(texts, limit=self.query_embed_limit, budget_s=self.query_embed_budget_s, gate=gate)
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         flat = np.concatenate(rows) if lengths.sum() else np.zeros(0, dtype=np.int64)
         if all(t in self._rows for t in texts):  # complete: safe to reuse for the next query
             self._flat = (list(texts), flat, lengths)
         return flat, lengths
 
-    def scores(self, query: str, texts: list[str]) -> np.ndarray:
-        """Cosine of each text's best window with the best query window; -inf for blank texts."""
+    def scores(self, query: str, texts: list[str], gate: Callable[[], bool] | None = None) -> np.ndarray:
+        """Cosine of each text's best window with the best query window; -inf for blank texts.
+        `gate`: the candidates' windows are cached only while it is open (ensure)."""
         out = np.full(len(texts), NO_SCORE, dtype=np.float32)
         qwin = self.query_windows(query)
         if not qwin or not texts:
             return out
         self.cache.check_purge()  # purged rows leave this process's memory before the next answer
         self._sync()
-        flat, lengths = self._flat_rows(texts)
+        flat, lengths = self._flat_rows(texts, gate)
         qv = self.encoder.embed(qwin)
         matrix = self.cache.matrix()
         if not len(flat):

@@ -179,3 +179,39 @@ def test_a_tombstone_being_appended_is_read_once_whole(tmp_path):
     with open(path, "wb") as f:
         f.write(whole)
     assert not gate.open()
+
+
+def _searcher(tmp_path, path, enc):
+    from eggshell.search import matcher
+    from eggshell.search.searcher import Searcher
+
+    sem = matcher.in_process_for(Settings(mode="semantic"), str(tmp_path / "data"), lambda m: None)
+    sem.provider._semantic = semantic.SemanticIndex(enc, str(tmp_path / "data" / "semantic" / "vectors"))
+    return Searcher([Store.open(path)], settings=Settings(mode="hybrid"), semantic=sem)
+
+
+@pytest.mark.parametrize("then_purge", [False, True])
+def test_a_query_caches_nothing_of_a_turn_forgotten_while_it_embeds_the_candidates(tmp_path, then_purge):
+    """The warm manager's searcher read the turn as a candidate a moment before `egg forget`: the
+    query-time embedding of the candidates must not cache it (Searcher.write_gate)."""
+    path, _ = _saved(tmp_path)
+
+    def forget_once():
+        if not os.path.exists(path + ".done"):
+            open(path + ".done", "w").close()
+            _forget_match(path)
+            if then_purge:
+                _purge(path)
+
+    _searcher(tmp_path, path, LineEncoder(during=forget_once)).search("where is the setting")
+    assert CANARY not in _cached_text(tmp_path)
+
+
+def test_a_query_still_caches_live_candidates(tmp_path):
+    path, _ = _saved(tmp_path)
+    s = _searcher(tmp_path, path, LineEncoder())
+    s.search("where is the setting")
+    assert CANARY in _cached_text(tmp_path)
+    _forget_match(path)
+    s.search("where is the setting")  # read again: the forgotten turn is no candidate, and the gate reopens
+    assert s.write_gate()() and s.views == []
