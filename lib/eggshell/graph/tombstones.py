@@ -23,8 +23,8 @@ _MARK = b'\n{"forget":'
 
 
 @dataclass
-class _Seen:
-    """One store's tombstones as read so far, and where the reading stopped (inode, bytes)."""
+class Seen:
+    """One store's tombstones as read so far: the roots and turns they name, and where the reading stopped (inode, bytes)."""
 
     ino: int = -1
     end: int = 0
@@ -55,9 +55,9 @@ class Tombstones:
     """What each store's tombstones forget, as last read; each look reads only what was appended since."""
 
     def __init__(self):
-        self._seen: dict[str, _Seen] = {}
+        self._seen: dict[str, Seen] = {}
 
-    def of(self, path: str) -> _Seen | None:
+    def of(self, path: str) -> Seen | None:
         """The store's tombstones now (None: the store is gone or unreadable), reading all of it after a rewrite."""
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -67,7 +67,7 @@ class Tombstones:
             st = os.fstat(fd)
             s = self._seen.get(path)
             if s is None or s.ino != st.st_ino or st.st_size < s.end:
-                s = self._seen[path] = _Seen(st.st_ino)
+                s = self._seen[path] = Seen(st.st_ino)
             if st.st_size > s.end:
                 with mmap.mmap(fd, st.st_size, prot=mmap.PROT_READ) as m:
                     s.end = _scan(m, max(s.end - 1, 0), st.st_size, s)
@@ -136,7 +136,7 @@ class Unchanged:
         return self._base is not None and self._now() == self._base
 
 
-def _scan(m, start: int, end: int, s: _Seen) -> int:
+def _scan(m, start: int, end: int, s: Seen) -> int:
     """Add the tombstones whose lines start in m[start:end] (a line starts after a newline); where the next look starts."""
     at = m.find(_MARK, start, end)
     while at >= 0:
