@@ -619,8 +619,11 @@ def _open_parent(path: str, within: str | None) -> int:
     if why is not None:
         raise EggError("%s: %s" % (path, why))
     if outside:
+        new_eggs = ignorefile.missing_eggs_dir(base)
         try:
             private_dir(base)
+            if new_eggs is not None:
+                ignorefile.write_at(new_eggs)  # as _child_dir does for a .eggs/ it makes
         except OSError as e:
             raise EggError("%s: cannot create directory %s: %s" % (path, base, e.strerror)) from None
     parts = [] if d == base else os.path.relpath(d, base).split(os.sep)

@@ -55,6 +55,15 @@ def test_a_saved_turn_into_a_new_eggs_dir_is_invisible_to_git_add(tmp_path, rel)
 
 
 @needs_git
+def test_a_store_outside_any_project_root_in_a_new_eggs_dir_is_ignored_too(tmp_path):
+    """A store the user's global config names (no project root to go from): its new .eggs/ is ignored as well."""
+    root = _repo(tmp_path)
+    path = os.path.join(root, ".eggs", "team", "x.egg")
+    save_turn(Store(path), turn_record(prompt="remember GITADDCANARY", cwd=root), root=None)
+    assert os.path.exists(path) and _untracked(root) == []
+
+
+@needs_git
 def test_a_merge_output_into_a_new_eggs_dir_is_ignored_too(tmp_path):
     root = _repo(tmp_path)
     src = _save(str(tmp_path), "elsewhere/a.egg")
