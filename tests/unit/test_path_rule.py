@@ -285,6 +285,9 @@ ESCAPES = [
     ("egg", ".git/hooks/post-checkout", "outside .eggs/"),
     ("egg", "../other/work.egg", "goes through '..'"),
     ("egg", "work.egg", "outside .eggs/"),
+    ("egg", ".envrc", "outside .eggs/"),  # red team IV cfg_store_new_dotfile: direnv sources it
+    ("[eggs] team", ".bashrc", "outside .eggs/"),
+    ("egg", ".eggs", "outside .eggs/"),  # the directory itself, not a store in it
     ("egg", "{proj}/.eggs/work.egg", "an absolute path"),
     ("egg", "~/work.egg", "an absolute path"),
     ("egg", ".eggs/../.git/hooks/x", "goes through '..'"),

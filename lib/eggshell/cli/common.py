@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from eggshell.core.printable import terminal
 from eggshell.errors import EggshellError
 
 PROG = "egg"
@@ -17,8 +18,12 @@ class CliError(EggshellError):
         self.status = status
 
 
-def say(msg: str = "") -> None:
-    print(msg, flush=True)
+def say(msg: str = "", err: bool = False) -> None:
+    """Print one message (to stderr with `err`). Every `egg` command prints through here, and what it
+    prints often quotes recorded text (a tool output, a prompt, a config's path), so control and
+    direction characters are escaped on the way (core/printable.terminal): an OSC 52 sequence in
+    a recorded output must not write the user's clipboard when `egg show` prints it."""
+    print(terminal(str(msg)), file=sys.stderr if err else sys.stdout, flush=True)
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
@@ -43,5 +48,4 @@ def caught_up(paths) -> None:
         return
     reply = client.request(paths.data_root, {"op": "settle", "budget": SETTLE_WAIT_S}, timeout=SETTLE_WAIT_S + 1.0)
     if reply is not None and not reply.get("settled"):
-        print("%s: note: the manager is still saving finished turns; what it has not saved is not shown yet" % PROG,
-              file=sys.stderr)
+        say("%s: note: the manager is still saving finished turns; what it has not saved is not shown yet" % PROG, err=True)

@@ -66,9 +66,7 @@ def _load(paths: Paths, env: Mapping[str, str]) -> _config.Config:
 
 
 def _note(msg: str) -> None:
-    import sys
-
-    print("%s: %s" % (PROG, msg), file=sys.stderr, flush=True)
+    say("%s: %s" % (PROG, msg), err=True)
 
 
 def _chat(paths: Paths, session: str) -> Chat:

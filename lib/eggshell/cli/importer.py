@@ -389,18 +389,18 @@ def cmd_import(a, paths: Paths) -> int:
             with open(path, "rb") as f:
                 t = mod.parse(f, path)
         except OSError as e:
-            print("%s: %s: cannot be read (%s); skipped" % (PROG, path, e.strerror or e), file=sys.stderr)
+            say("%s: %s: cannot be read (%s); skipped" % (PROG, path, e.strerror or e), err=True)
             status = max(status, 1 if path in named else 0)
             continue
         if t.problem is not None:
-            print("%s: %s: %s; skipped" % (PROG, path, t.problem), file=sys.stderr)
+            say("%s: %s: %s; skipped" % (PROG, path, t.problem), err=True)
             status = max(status, 1 if path in named else 0)
             continue
         c.bad_lines += t.bad_lines
         if t.bad_lines:
             at = ", ".join(map(str, t.bad_at)) + (", ..." if t.bad_lines > len(t.bad_at) else "")
-            print("%s: %s: %s not a JSON object (line %s); skipped, the rest was read" % (
-                PROG, path, _plural(t.bad_lines, "line") + (" is" if t.bad_lines == 1 else " are"), at), file=sys.stderr)
+            say("%s: %s: %s not a JSON object (line %s); skipped, the rest was read" % (
+                PROG, path, _plural(t.bad_lines, "line") + (" is" if t.bad_lines == 1 else " are"), at), err=True)
         c.no_result += t.no_result
         c.orphans += t.orphans
         c.sidechain += t.sidechain
@@ -485,7 +485,7 @@ def _report(a, targets: dict[str, Target], c: Counts) -> int:
                                      ", %d already present" % t.present if t.present else ""))
     for skip, sessions in c.skipped.items():
         if skip.refused:
-            print("%s: skipped %s: %s" % (PROG, _plural(len(sessions), "session"), skip.why), file=sys.stderr)
+            say("%s: skipped %s: %s" % (PROG, _plural(len(sessions), "session"), skip.why), err=True)
         else:
             say("skipped %s: %s" % (_plural(len(sessions), "session"), skip.why))
     notes = [
@@ -502,7 +502,7 @@ def _report(a, targets: dict[str, Target], c: Counts) -> int:
         if n:
             say("%s %s" % (_plural(n, word), text))
     for line in c.failed:
-        print("%s: %s; not imported" % (PROG, line), file=sys.stderr)
+        say("%s: %s; not imported" % (PROG, line), err=True)
     turns = sum(t.imported for t in targets.values())
     sessions = len(set().union(*(t.into for t in targets.values()))) if targets else 0
     stores = sum(1 for t in targets.values() if t.imported)

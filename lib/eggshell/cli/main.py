@@ -290,7 +290,7 @@ def _sweep(paths: Paths, needles):
     """Take the copies outside the stores out of the journal, quarantine/ and the logs (runtime/copies.py)."""
     from eggshell.runtime.copies import sweep
 
-    return sweep(paths.data_root, paths.journal_dir, needles, lambda m: print("egg forget: %s" % m, file=sys.stderr))
+    return sweep(paths.data_root, paths.journal_dir, needles, lambda m: say("egg forget: %s" % m, err=True))
 
 
 def _say_swept(swept) -> None:
@@ -321,7 +321,7 @@ def _scrub_chats(paths: Paths, stores: list[Store], match: str | None = None) ->
         return gone.mentions(text) or (match is not None and match in text)
 
     try:
-        cleared = scrub(paths.state_dir, mentions, lambda m: print("egg forget: %s" % m, file=sys.stderr))
+        cleared = scrub(paths.state_dir, mentions, lambda m: say("egg forget: %s" % m, err=True))
     except ChatBusy as e:
         raise CliError("%s: that chat's last handoff still holds it; run this again to clear it" % e, 1)
     if cleared:
@@ -497,7 +497,7 @@ def _purge(path: str, paths: Paths) -> None:
     def before(g: Graph) -> None:  # while the file still holds the text to look for
         done.append(len(g.hidden))
         gone = forget.Forgotten.of([g])
-        done.append(forget.purge_data_root(paths, gone, lambda m: print("egg compact: %s" % m, file=sys.stderr)))
+        done.append(forget.purge_data_root(paths, gone, lambda m: say("egg compact: %s" % m, err=True)))
         forget.remove_leftovers(path)
         commitindex.drop(paths.data_root, path)  # it holds ids of what is purged
 
@@ -547,13 +547,13 @@ def cmd_index(a, paths: Paths) -> int:
     if isinstance(cfg.semantic_matcher, tuple):
         from eggshell.search.provider import ProviderClient
 
-        with ProviderClient(list(cfg.semantic_matcher), log=lambda m: print(m, file=sys.stderr)) as client:
+        with ProviderClient(list(cfg.semantic_matcher), log=lambda m: say(m, err=True)) as client:
             ok = client.index(items)
         say("sent %s to %s%s" % (count(len(items), "turn"), cfg.semantic_matcher[0], "" if ok else " (it failed; see above)"))
         return 0 if ok else 1
     kw = {} if cfg.threshold is None else {"threshold": cfg.threshold}
     provider = Provider(Settings(mode="semantic", top_k=semantic_depth(cfg.top_k), model=cfg.model, **kw), paths.data_root,
-                        lambda m: print("egg index: %s" % m, file=sys.stderr))
+                        lambda m: say("egg index: %s" % m, err=True))
     bar = _Progress("embedding")
     n = provider.index(items, bar)
     bar.done()
@@ -913,16 +913,16 @@ def main(argv: list[str]) -> int:
         check_data_root(paths.data_root)
         return a.fn(a, paths)
     except UnsafePath as e:
-        print("%s: %s" % (PROG, e), file=sys.stderr)
+        say("%s: %s" % (PROG, e), err=True)
         return 2
     except CliError as e:
-        print("%s: %s" % (PROG, e), file=sys.stderr)
+        say("%s: %s" % (PROG, e), err=True)
         return e.status
     except (EggError, _config.ConfigError) as e:
-        print("%s: %s" % (PROG, e), file=sys.stderr)
+        say("%s: %s" % (PROG, e), err=True)
         return 1 if isinstance(e, EggError) else 2
     except BrokenPipeError:
         raise  # `egg show KEY | head`: not an error (__main__ ends it quietly)
     except OSError as e:
-        print("%s: %s" % (PROG, e), file=sys.stderr)
+        say("%s: %s" % (PROG, e), err=True)
         return 2

@@ -12,17 +12,10 @@ import shlex
 
 from eggshell import config as _config
 from eggshell.cli.common import CliError, say
+from eggshell.graph import ignorefile
 from eggshell.hosts import registry
 from eggshell.hosts.base import Host
 from eggshell.paths import PROJECT_CONFIG, Paths, private_dir, store_problem
-
-EGGS_GITIGNORE = """# Eggshell stores hold your prompts and tool outputs: private by default.
-# To share a store through git, delete the `*` line below and add this line to the
-# repository's .gitattributes so concurrent appends merge cleanly:
-#     *.egg merge=union
-*
-!.gitignore
-"""
 
 
 def cmd_init(a, paths: Paths) -> int:
@@ -46,11 +39,8 @@ def cmd_init(a, paths: Paths) -> int:
     existed = os.path.isdir(eggs_dir)
     private_dir(eggs_dir)
     say("%s %s/" % ("kept    " if existed else "created ", eggs_dir))
-    gi = os.path.join(eggs_dir, ".gitignore")
-    if not os.path.exists(gi):
-        with open(gi, "w", encoding="utf-8") as f:
-            f.write(EGGS_GITIGNORE)
-        say("wrote    %s" % gi)
+    if ignorefile.write_at(eggs_dir, ignorefile.INIT_TEXT):  # the hooks write one into a .eggs/ they make, too
+        say("wrote    %s" % os.path.join(eggs_dir, ignorefile.NAME))
     if cfg.write_egg is not None:
         say("Eggshell will record turns run in %s to %s." % (root, os.path.relpath(cfg.write_egg, root)))
     else:

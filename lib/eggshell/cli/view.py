@@ -338,7 +338,7 @@ def drop_pages(paths: Paths) -> int:
 
 
 def _note(msg: str) -> None:
-    print("%s view: %s" % (PROG, msg), file=sys.stderr, flush=True)
+    say("%s view: %s" % (PROG, msg), err=True)
 
 
 def _size(n: int) -> str:

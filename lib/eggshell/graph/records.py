@@ -15,7 +15,7 @@ from typing import Iterable
 from eggshell.core.identity import content_hex, display_key
 from eggshell.graph.store import Graph
 from eggshell.graph.turns import in_workdir, receipt_of, split_work, tool_occurrence
-from eggshell.core.values import Apply, Op, Value, dataclass_reduce, readable
+from eggshell.core.values import Apply, Atom, Op, Value, dataclass_reduce, readable
 
 OUTPUT_CAP = 1000  # characters of each tool output that go into searchable text
 RECORD_CAP = 8000  # characters of searchable text per record, so one huge turn cannot stall search
@@ -205,8 +205,12 @@ def searchable_text(t: TurnView) -> str:
 
 
 def index_items(views: Iterable[TurnView]) -> list[dict]:
-    """Provider `index` items for these turns."""
-    return [{"id": t.id, "text": searchable_text(t)} for t in views]
+    """Provider `index` items for these turns: id and text, and what the built-in provider checks
+    right before it writes a vector (graph/tombstones.Gate): the store, the turn's (session, turn)
+    Atom ids and its roots, so a turn forgotten while it was being embedded is never cached."""
+    return [{"id": t.id, "text": searchable_text(t), "store": t.store,
+             "turn": [content_hex(Atom.text(t.session)), content_hex(Atom.text(t.turn))],
+             "roots": [t.id, *(x.id for x in t.tools)]} for t in views]
 
 
 def view_of_turn(turn, compiled, time: str, store: str) -> TurnView:

@@ -24,8 +24,9 @@ from typing import Callable, Iterable, Iterator
 
 from eggshell.errors import EggshellError
 from eggshell.graph import eggfile as ef
+from eggshell.graph import ignorefile
 from eggshell.core.identity import content_hex, resolve_key
-from eggshell.paths import foreign_link, fsync_dir, fsync_fd, private_dir, refusal, untrusted
+from eggshell.paths import EGGS_DIR, foreign_link, fsync_dir, fsync_fd, private_dir, refusal, untrusted
 from eggshell.core.values import Apply, Atom, Op, Ref, ShapeError, Value, union_admissible, walk
 
 LOCK_TIMEOUT_S = 30.0
@@ -618,8 +619,11 @@ def _open_parent(path: str, within: str | None) -> int:
     if why is not None:
         raise EggError("%s: %s" % (path, why))
     if outside:
+        new_eggs = ignorefile.missing_eggs_dir(base)
         try:
             private_dir(base)
+            if new_eggs is not None:
+                ignorefile.write_at(new_eggs)  # as _child_dir does for a .eggs/ it makes
         except OSError as e:
             raise EggError("%s: cannot create directory %s: %s" % (path, base, e.strerror)) from None
     parts = [] if d == base else os.path.relpath(d, base).split(os.sep)
@@ -642,22 +646,44 @@ def _open_parent(path: str, within: str | None) -> int:
 
 
 def _child_dir(fd: int, name: str, path: str, shown: str) -> int:
-    """The directory `name` inside the open directory `fd` (made 0700 if missing), never a link."""
+    """The directory `name` inside the open directory `fd` (made 0700 if missing), never a link.
+
+    A `.eggs/` made here gets its `.gitignore` before any store goes in (graph/ignorefile);
+    if that file cannot be written the directory is removed again, so a later try makes
+    both rather than leave an un-ignored `.eggs/` behind."""
     try:
         try:
             return os.open(name, _DIR_FLAGS, dir_fd=fd)
         except FileNotFoundError:
             try:
                 os.mkdir(name, 0o700, dir_fd=fd)
+                made = True
             except FileExistsError:
-                pass
+                made = False
             fsync_fd(fd)
-            return os.open(name, _DIR_FLAGS, dir_fd=fd)
+            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            if made and name == EGGS_DIR:
+                _ignored(fd, child, name, path)
+            return child
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.ENOTDIR):
             raise EggError("%s: %s is a symbolic link or not a directory (was it replaced after the turn began?); Eggshell "
                            "writes a store only through real directories, so nothing was written" % (path, shown)) from None
         raise EggError("%s: cannot open directory %s: %s" % (path, shown, e.strerror)) from None
+
+
+def _ignored(parent_fd: int, child_fd: int, name: str, path: str) -> None:
+    """Write the `.gitignore` of the `.eggs/` just made (open as `child_fd`); on failure remove it again and refuse."""
+    try:
+        ignorefile.write_into(child_fd)
+    except OSError as e:
+        os.close(child_fd)
+        try:
+            os.rmdir(name, dir_fd=parent_fd)
+        except OSError:
+            pass
+        raise EggError("%s: cannot write %s/%s (%s), which keeps the store out of git; nothing was written"
+                       % (path, name, ignorefile.NAME, e.strerror or e)) from None
 
 
 def _open_in(dir_fd: int, path: str, flags: int) -> int:
@@ -874,7 +900,10 @@ def write_compact(path: str, header: ef.Header, graphs: list[Graph], *, purge: b
     """
     check_path(path)
     d = os.path.dirname(os.path.abspath(path))
+    new_eggs = ignorefile.missing_eggs_dir(d)
     private_dir(d)
+    if new_eggs is not None:
+        ignorefile.write_at(new_eggs)  # a .eggs/ made here is git-ignored as a hook's is (graph/ignorefile)
     commits: dict[str, ef.Commit] = {}
     unlinks: dict[str, ef.Unlink] = {}
     forgets: dict[str, ef.Forget] = {}

@@ -14,10 +14,10 @@ from __future__ import annotations
 import calendar
 import re
 import time
-import unicodedata
 from dataclasses import dataclass
 
 from eggshell.core.identity import display_key
+from eggshell.core.printable import one_line
 from eggshell.graph.records import TurnView, command_of, searchable_text
 from eggshell.search.terms import terms
 
@@ -61,9 +61,9 @@ def quote(mark: str, text: str) -> str:
 
 def plain(s: str) -> str:
     """Eggshell's words about recorded things (a path, a store's name) on a frame line: one line,
-    with line breaks and other control characters shown escaped, so a hostile file name cannot end it."""
-    return "".join(c if unicodedata.category(c)[0] != "C" and c not in "\u2028\u2029" else c.encode("unicode_escape").decode("ascii")
-                   for c in s)
+    with line breaks and other control characters shown escaped, so a hostile file name cannot end it
+    (core/printable.one_line: the rule every one-line printer uses)."""
+    return one_line(s)
 
 
 def parse(text: str) -> list[tuple[str, str]]:

@@ -13,14 +13,17 @@ from __future__ import annotations
 import os
 import re
 
+from eggshell.core import printable
+
 OFF = "Eggshell is OFF for this project: "
 
 
 def one_line(text: str) -> str:
-    """`text` with every control character (a newline, ESC, U+2028) written as its escape: the line
-    quotes what a repository wrote (a profile's name, a store's path), and a host draws it on the
-    user's terminal, where an escape sequence could repaint the screen or a newline fake a second line."""
-    return re.sub("[\x00-\x1f\x7f-\x9f\u2028\u2029]", lambda m: repr(m.group(0))[1:-1], text)
+    """`text` with every control and format character (a newline, ESC, U+2028, a right-to-left
+    override) written as its escape: the line quotes what a repository wrote (a profile's name, a
+    store's path), and a host draws it on the user's terminal, where an escape sequence could repaint
+    the screen, a newline fake a second line, or U+202E show a path reversed (core/printable.one_line)."""
+    return printable.one_line(text)
 
 
 def config_off(e: Exception) -> str:

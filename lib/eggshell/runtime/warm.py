@@ -123,7 +123,8 @@ class Resources:
         self.log = log
         self.unlocked = unlocked  # entered around long work that reads only the stores and what Grown never reads
         self._background = background  # runs fn(*args) for backfill, at a priority below the hooks' (the manager's)
-        self._pending: dict[str, None] = {}  # texts of saved turns to embed, oldest first
+        self._pending: dict[str, dict] = {}  # text of a saved turn to embed -> its index item, oldest first
+        self._tombstones = None  # graph/tombstones.Tombstones, made when a saved turn is first pending
         self._stores: dict[str, Store] = {}
         self._live: dict[tuple[str, ...], LiveWorkspace] = {}
         self._grown: dict[tuple[str, ...], tuple] = {}  # read set -> what its workspace was last grown from (Grown)
@@ -334,15 +335,16 @@ class Resources:
                 continue
             s._refresh()  # never embed a turn forgotten (or a store deleted) since the last prompt
             idx = provider._index()
+            gate = self._pending_gate() if self._pending else None  # none forgotten since it was saved (graph/tombstones)
             if self._pending:  # just saved turns first
                 with self.unlocked():
-                    self._background(idx.ensure, list(self._pending), None, limit - done)
+                    self._background(idx.ensure, list(self._pending), None, limit - done, None, gate)
                 if idx.embedded < limit - done:
                     self._pending.clear()  # all their windows are cached now
                 done += idx.embedded
             if s.candidates and done < limit:
                 with self.unlocked():
-                    self._background(idx.ensure, [c["text"] for c in s.candidates], None, limit - done)
+                    self._background(idx.ensure, [c["text"] for c in s.candidates], None, limit - done, None, s.write_gate())
                 done += idx.embedded
         return done
 
@@ -361,7 +363,23 @@ class Resources:
     def index(self, items: list[dict]) -> None:
         """Embed newly saved turns soon, so the next prompt only embeds itself (warm only): `backfill`
         does it a few windows at a time, first of all, so no request waits behind a long run."""
-        self._pending.update(dict.fromkeys(i["text"] for i in items))
+        for i in items:
+            self._pending.setdefault(i["text"], i)
+
+    def _pending_gate(self):
+        """Drop the pending turns a tombstone hides now; the gate the rest are written through
+        (a turn `egg forget` names after it was saved is never embedded, nor one forgotten meanwhile)."""
+        from eggshell.graph.tombstones import Gate, Tombstones, item_of
+
+        if self._tombstones is None:
+            self._tombstones = Tombstones()
+        named = {t: item_of(i) for t, i in self._pending.items()}
+        checked = [(t, x) for t, x in named.items() if x is not None]
+        for (t, _), ok in zip(checked, self._tombstones.live([x for _, x in checked])):
+            if not ok:
+                del self._pending[t]
+        rest = [x for t, x in checked if t in self._pending]
+        return Gate(rest, self._tombstones).open if rest else None
 
     def grow(self) -> None:
         """Extend every reuse workspace by what was committed (cheap): what Grown answers from."""

@@ -35,6 +35,9 @@ class Provider:
         self._bm25_texts: list[str] | None = None
         self.query_embed_limit: int | None = None  # None: semantic.QUERY_EMBED_LIMIT
         self.threads: int | None = None  # the model's threads (None: onnxruntime's default, every core)
+        # Set by a searcher before it ranks (Searcher.search): candidates are cached only while it
+        # is open, i.e. no store they came from gained a tombstone since (graph/tombstones.Unchanged).
+        self.write_gate: Callable[[], bool] | None = None
 
     @property
     def uses_model(self) -> bool:
@@ -63,11 +66,21 @@ class Provider:
         return self._semantic.encoder.model_id if self._semantic is not None else None
 
     def index(self, items: list[dict], progress=None) -> int:
-        """Embed and cache the texts' windows now, so a later query only embeds itself."""
+        """Embed and cache the texts' windows now, so a later query only embeds itself.
+
+        Items that name their store and turn (records.index_items) are embedded only while
+        no tombstone hides them: checked first, and again right before each write
+        (graph/tombstones.Gate), so a turn forgotten meanwhile leaves nothing in the cache."""
         if not self.uses_model or not items:
             return 0
+        from eggshell.graph.tombstones import Gate, item_of
+
+        named = [x for x in map(item_of, items) if x is not None]
+        gate = Gate(named).open if named else None
+        if gate is not None and not gate():
+            return 0
         try:
-            return len(self._index().ensure([i["text"] for i in items], progress))
+            return len(self._index().ensure([i["text"] for i in items], progress, gate=gate))
         except Exception as e:
             self._failed("index", e)
             return 0
@@ -88,7 +101,7 @@ class Provider:
         error = None
         if self.uses_model and texts:
             try:
-                sc = self._index().scores(query, texts)
+                sc = self._index().scores(query, texts, self.write_gate)
                 semantic = sorted(((j, float(v)) for j, v in enumerate(sc) if v >= s.threshold), key=lambda x: (-x[1], x[0]))
             except Exception as e:
                 error = "%s: %s" % (type(e).__name__, e)

@@ -16,6 +16,7 @@ from typing import Callable, Iterable, NamedTuple
 from eggshell.config import DEFAULT_MIN_COVERAGE
 from eggshell.graph.records import LiveViews, TurnView, searchable_text
 from eggshell.graph.store import Store
+from eggshell.graph.tombstones import Unchanged
 from eggshell.log import warn
 from eggshell.search.rank import (B, BM25, DEFAULT_ANCHOR_K, DEFAULT_TOP_K, K1, MODES, LEXICAL_DEPTH, PASSAGE_DEPTH, Coded, Passages, Settings, Vocabulary,
                                   anchor_ranking, lexical_index, line_terms)
@@ -100,6 +101,7 @@ class Searcher:
         self._terms: dict[str, Coded] = {}  # text -> its line terms (in the Passages' vocabulary), for the next rebuild
         self._fixed: list[TurnView] | None = None
         self._live: list[LiveViews] = []  # each store's turns as last read (records.LiveViews)
+        self._unchanged = Unchanged([s.path for s in self.stores])  # marked before each read of the stores
         self._index: dict[str, int] = {}  # turn id -> its document in the indexes
 
     @classmethod
@@ -115,6 +117,7 @@ class Searcher:
             if self._stamp is None:
                 self._rebuild(("fixed",))
             return
+        self._unchanged.mark()  # before reading: a tombstone appended after it closes write_gate
         for s in self.stores:
             s.refresh()
         stamp = tuple(s.stamp() for s in self.stores)  # a replaced or deleted file, or a tombstone, changes it
@@ -206,11 +209,20 @@ class Searcher:
         self._bm25, self._passages = lexical_index(texts, terms, self.k1, self.b, per_doc, vocab)
         self._stamp = stamp
 
+    def write_gate(self) -> Callable[[], bool] | None:
+        """Open while the candidates as last read are all live: no store gained a tombstone since
+        (graph/tombstones.Unchanged); what embeds them passes it on, so a turn forgotten meanwhile is
+        not cached. None for fixed views (the evaluation): nothing to forget there."""
+        return None if self._fixed is not None else self._unchanged.open
+
     def search(self, text: str, top_k: int = DEFAULT_TOP_K, min_coverage: float = DEFAULT_MIN_COVERAGE) -> list[Hit]:
         import time
 
         t0 = time.perf_counter()
         self._refresh()
+        provider = getattr(self.semantic, "provider", None)  # the built-in model in this process
+        if provider is not None:
+            provider.write_gate = self.write_gate()
         assert self._bm25 is not None
         t1 = time.perf_counter()
         with self.unlocked():

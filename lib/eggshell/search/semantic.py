@@ -71,13 +71,14 @@ class SemanticIndex:
         return self._windows(text, QUERY_WINDOWS)
 
     def ensure(self, texts: list[str], progress: Callable[[int, int], None] | None = None, limit: int | None = None,
-               budget_s: float | None = None) -> list[np.ndarray]:
+               budget_s: float | None = None, gate: Callable[[], bool] | None = None) -> list[np.ndarray]:
         """Cache rows for each text's windows, embedding (in batches) what the cache lacks.
 
         With `limit`, at most that many windows are embedded now; with `budget_s`, no new batch
         starts past that many seconds, and batches are small (QUERY_BATCH), each stored when
         made. A text whose windows are not all cached yet gets the rows it has (it is scored
-        by them) and is completed by a later call.
+        by them) and is completed by a later call. With `gate` (vectors.VectorCache.put), a
+        batch is stored only while the gate is open, and embedding stops at the first it is not.
         """
         cache = self.cache
         cache.check_purge()
@@ -107,7 +108,11 @@ class SemanticIndex:
                              % (done, len(missing), budget_s))
                     break
                 batch = missing[i : i + size]
-                cache.put(batch, self.encoder.embed(batch))
+                if gate is not None and not gate():
+                    break  # forgotten meanwhile: nothing more of it is embedded
+                got = cache.put(batch, self.encoder.embed(batch), gate=gate)
+                if gate is not None and (got < 0).any():
+                    break
                 done += len(batch)
                 if progress:
                     progress(min(i + size, len(missing)), len(missing))
@@ -123,26 +128,27 @@ class SemanticIndex:
                     partial[t] = r
         return [self._rows[t] if t in self._rows else partial[t] for t in texts]
 
-    def _flat_rows(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    def _flat_rows(self, texts: list[str], gate: Callable[[], bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(all rows of the candidates' windows, the count per candidate), kept while they are the same."""
         if self._flat is not None and self._flat[0] == texts:
             return self._flat[1], self._flat[2]
-        rows = self.ensure(texts, limit=self.query_embed_limit, budget_s=self.query_embed_budget_s)
+        rows = self.ensure(texts, limit=self.query_embed_limit, budget_s=self.query_embed_budget_s, gate=gate)
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         flat = np.concatenate(rows) if lengths.sum() else np.zeros(0, dtype=np.int64)
         if all(t in self._rows for t in texts):  # complete: safe to reuse for the next query
             self._flat = (list(texts), flat, lengths)
         return flat, lengths
 
-    def scores(self, query: str, texts: list[str]) -> np.ndarray:
-        """Cosine of each text's best window with the best query window; -inf for blank texts."""
+    def scores(self, query: str, texts: list[str], gate: Callable[[], bool] | None = None) -> np.ndarray:
+        """Cosine of each text's best window with the best query window; -inf for blank texts.
+        `gate`: the candidates' windows are cached only while it is open (ensure)."""
         out = np.full(len(texts), NO_SCORE, dtype=np.float32)
         qwin = self.query_windows(query)
         if not qwin or not texts:
             return out
         self.cache.check_purge()  # purged rows leave this process's memory before the next answer
         self._sync()
-        flat, lengths = self._flat_rows(texts)
+        flat, lengths = self._flat_rows(texts, gate)
         qv = self.encoder.embed(qwin)
         matrix = self.cache.matrix()
         if not len(flat):

@@ -227,11 +227,14 @@ class VectorCache:
 
     # -- writing -------------------------------------------------------------------------
 
-    def put(self, texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
+    def put(self, texts: Sequence[str], vectors: np.ndarray, gate: Callable[[], bool] | None = None) -> np.ndarray:
         """Store vectors for texts not yet present; returns the row of every text.
 
         Vectors are kept as float32, exactly as given (callers normalize). Rows are written
         as one new segment; if the disk refuses it, they are still used in this process.
+        With `gate`, the segment is written under the lock a purge holds, and only if
+        `gate()` says so right then (graph/tombstones.Gate: the texts' turns are still
+        live); else nothing is kept, here or on disk, and the new texts' rows are -1.
         """
         if isinstance(texts, str):
             raise TypeError("put takes a list of texts, not one str")
@@ -260,7 +263,9 @@ class VectorCache:
             new_vecs = v32[idx]
             name = None
             try:
-                meta = write_segment(self.dir, self.model_id, self.dim, new_vecs, new_texts)
+                meta = self._write(new_vecs, new_texts, gate)
+                if meta is None:
+                    return np.asarray(rows, dtype=np.int64)
                 name = meta.name
             except OSError as e:
                 self.log("cannot write to the vector cache %s (%s); %d vectors kept in memory only" % (self.dir, e, len(idx)))
@@ -271,6 +276,16 @@ class VectorCache:
                 self._seen.add(name)
             rows = [self._find(k, b) for k, b in zip(keys, encoded)]
         return np.asarray(rows, dtype=np.int64)
+
+    def _write(self, vecs: np.ndarray, texts: list[bytes], gate: Callable[[], bool] | None) -> SegmentMeta | None:
+        """Write one segment; with `gate`, under the purge's lock and only if the gate is open (None: it was not)."""
+        if gate is None:
+            return write_segment(self.dir, self.model_id, self.dim, vecs, texts)
+        private_dir(self.dir)
+        with _Lock(os.path.join(self.dir, ".lock")):
+            if not gate():
+                return None
+            return write_segment(self.dir, self.model_id, self.dim, vecs, texts)
 
     def compact(self) -> int:
         """Merge every committed segment into one, dropping duplicates; returns segments merged.

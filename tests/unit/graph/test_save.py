@@ -21,7 +21,7 @@ from eggshell import paths
 from eggshell.stages import save
 from eggshell.graph.save import save_turn
 from eggshell.core.identity import content_hex
-from eggshell.graph.records import searchable_text, turn_views
+from eggshell.graph.records import index_items, searchable_text, turn_views
 from eggshell.graph.store import EggError, Store
 from eggshell.graph.turns import compile_turn, parse_turn
 
@@ -328,7 +328,7 @@ def test_store_errors_during_a_save_propagate_as_egg_errors(egg):
 def _announced_and_rebuilt(tmp_path, record):
     egg = str(tmp_path / "w.egg")
     saved = save_turn(Store.open(egg), record, "/")
-    rebuilt = [{"id": v.id, "text": searchable_text(v)} for v in turn_views(Store.open(egg).graph)]
+    rebuilt = index_items(turn_views(Store.open(egg).graph))  # the same text, and the same store, turn and roots to gate
     return saved.index, rebuilt
 
 

@@ -353,6 +353,33 @@ def test_a_warm_backfill_never_embeds_a_turn_forgotten_since_the_last_prompt(egg
     assert held and not any(SECRET.encode() in read_bytes(p) or b"late_fee" in read_bytes(p) for p in held)
 
 
+@pytest.mark.parametrize("purge", [False, True])
+def test_a_warm_backfill_never_embeds_a_saved_turn_forgotten_while_it_waited(egg, tmp_path, purge):
+    """Red team IV (merge_resurrects_purged_text): a turn the manager saved waits in its pending list
+    to be embedded between requests; `egg forget` (and `egg compact --purge`) before that must leave
+    nothing of it in the vector cache, and the other turns are still embedded."""
+    from eggshell import config
+    from eggshell.paths import from_env
+    from eggshell.runtime.warm import Resources
+
+    assert egg("init")[0] == 0
+    path = str(egg.cwd / ".eggs" / "work.egg")
+    s = Store.open(path)
+    fee, docker = save_turn(s, t_fee()), save_turn(s, t_docker())
+    paths = from_env()
+    res = Resources(paths.data_root, paths.bin_dir, warm=True)
+    res.searcher(config.load(paths, str(egg.cwd)), (path,))
+    res.index(fee.index + docker.index)  # as the manager does after saving them
+    assert egg("forget", view(s, "t1").key)[0] == 0
+    if purge:
+        assert egg("compact", "--purge", path)[0] == 0
+    assert res.backfill(limit=64) > 0  # the docker turn
+    res.close()
+    root = vectors.vectors_root(paths.data_root)
+    held = [os.path.join(d, n) for d, _, names in os.walk(root) for n in names if n.endswith(".txt")]
+    assert held and not any(SECRET.encode() in read_bytes(p) or b"late_fee" in read_bytes(p) for p in held)
+
+
 # -- 5. the purge -------------------------------------------------------------------------------------
 
 

@@ -128,6 +128,15 @@ def test_what_a_repository_wrote_is_shown_as_text_on_one_line(env):
     assert message(env) == "Eggshell: recording this project; 0 prior turns in .eggs/w\\x1b]0;title\\x07.egg."
 
 
+@pytest.mark.parametrize("char", ["\u202e", "\u202d", "\u2066", "\u2067", "\u2068", "\u200f", "\u061c"])
+def test_a_direction_override_in_a_store_path_is_shown_escaped(env, char):
+    """Red team IV (inj_bidi_in_status_path): U+202E in a repository's store path showed it reversed."""
+    env.write_config('egg = ".eggs/%stxt.exe\\u202c.egg"\n' % ("\\u%04x" % ord(char)))
+    msg = message(env)
+    assert msg == "Eggshell: recording this project; 0 prior turns in .eggs/\\u%04xtxt.exe\\u202c.egg." % ord(char), msg
+    assert char not in msg and "\u202c" not in msg
+
+
 def test_a_broken_config_still_fails_open_everywhere_else(env):
     record_late_fee(env)
     env.write_config('top_k = "five"\n')
