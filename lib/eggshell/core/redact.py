@@ -59,6 +59,8 @@ _V_QUOTED = r"\"[^\"\n]{1,500}\"|'[^'\n]{1,500}'"
 _KEY_TAIL = (r"(?![a-z0-9])[\"']?(?P<sep>[ \t]{0,3}(?:=|:=|=>|:)[ \t]{0,3})"
              r"(?P<v>%s|[^\s\"',;()\[\]{}<>`]{1,500})" % _V_QUOTED)
 _DIGITS = ("0123456789", 10)
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_HEX = "0123456789abcdefABCDEF"
 _AZURE_LEAD = ("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~.-", 4)
 
 _TOKENS = (
@@ -109,6 +111,46 @@ _TOKENS = (
     ("langsmith-api-key", False, "lsv2_", r"lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}", None),
     ("digitalocean-token", False, "_v1_", r"_v1_(?<=do[por]_v1_)[a-f0-9]{64}", (None, 3)),
     ("shopify-token", False, "shp", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", None),
+    # HashiCorp Vault: hvs. (service), hvb. (batch), hvr. (recovery) since 1.10; before it a
+    # service token was `s.` and 24 base62 characters (kept only with a digit and both cases,
+    # and not before `(`: `s.` starts many a name in code).
+    ("vault-token", False, ("hvs.", "hvb.", "hvr."), r"hv(?<![A-Za-z0-9_.-]hv)[sbr]\.[A-Za-z0-9_-]{24,}", None),
+    ("vault-token", False, "s.",
+     r"s\.(?<![A-Za-z0-9_./@%-]s\.)(?=[A-Za-z]{0,23}[0-9])(?=[a-z0-9]{0,23}[A-Z])(?=[A-Z0-9]{0,23}[a-z])[A-Za-z0-9]{24}"
+     r"(?![A-Za-z0-9_.(-])", None),
+    # age: AGE-SECRET-KEY-1 and 58 upper-case bech32 characters (a plugin's identity, AGE-PLUGIN-NAME-1...)
+    ("age-secret-key", False, "AGE-", r"AGE-(?:SECRET-KEY|PLUGIN-[A-Z0-9]{1,30})-1[0-9A-Z]{40,}", None),
+    # Terraform Cloud / Enterprise: 14 characters, .atlasv1., then about 67
+    ("terraform-cloud-token", False, ".atlasv1.", r"\.atlasv1\.(?<=[A-Za-z0-9]{14}\.atlasv1\.)[A-Za-z0-9_=-]{60,}", (_ALNUM, 14)),
+    # Databricks: dapi and 32 hex (optionally -N); any letters taken, a digit required
+    ("databricks-token", False, "dapi",
+     r"dapi(?<![A-Za-z0-9_-]dapi)(?=[A-Za-z]{0,39}[0-9])[A-Za-z0-9]{32,40}(?:-[0-9])?(?![A-Za-z0-9])", None),
+    # Grafana: service account glsa_ + 32 + _ + 8 hex; Cloud glc_ + base64; a legacy API key eyJrIjoi...
+    ("grafana-token", False, "glsa_", r"glsa_[A-Za-z0-9]{32,40}_[A-Fa-f0-9]{8}", None),
+    ("grafana-token", False, "glc_", r"glc_(?<![A-Za-z0-9_]glc_)[A-Za-z0-9+/]{32,400}={0,2}", None),
+    ("grafana-token", False, "eyJrIjoi", r"eyJrIjoi[A-Za-z0-9+/]{42,400}={0,2}", None),
+    # New Relic: user key NRAK- + 27, admin NRAA-, insert key NRII- + 32; license key 36 hex + NRAL
+    ("newrelic-key", False, ("NRAK-", "NRAA-", "NRII-"), r"NR(?<![A-Za-z0-9]NR)(?:AK|AA|II)-[A-Za-z0-9_-]{20,40}(?![A-Za-z0-9])", None),
+    ("newrelic-key", False, "NRAL", r"NRAL(?<=[0-9a-fA-F]{36}NRAL)(?![A-Za-z0-9])", (_HEX, 36)),
+    # Sentry: an org token sntrys_ + base64 JSON + _ + secret; a user token sntryu_ + 64 hex
+    ("sentry-token", False, ("sntrys_", "sntryu_"), r"sntry[su]_[A-Za-z0-9+/=_-]{40,}", None),
+    ("postman-api-key", False, "PMAK-", r"PMAK-[A-Za-z0-9]{24}-[A-Za-z0-9]{30,}", None),
+    ("linear-api-key", False, ("lin_api_", "lin_oauth_"), r"lin_(?:api|oauth)_[A-Za-z0-9]{40,}", None),
+    # Pulumi: pul- + 40 hex (any letters taken, a digit required)
+    ("pulumi-token", False, "pul-", r"pul-(?<![A-Za-z0-9_-]pul-)(?=[A-Za-z]{0,39}[0-9])[A-Za-z0-9]{40}(?![A-Za-z0-9])", None),
+    # Doppler: dp.pt. (personal), dp.st.[config.] (service), dp.ct. (CLI), dp.sa., dp.scim., dp.audit. + 40-44
+    ("doppler-token", False, ("dp.pt.", "dp.st.", "dp.ct.", "dp.sa.", "dp.scim.", "dp.audit."),
+     r"dp\.(?<![A-Za-z0-9_.-]dp\.)(?:pt|st|ct|sa|scim|audit)\.(?:[A-Za-z0-9_-]{1,35}\.)?[A-Za-z0-9]{40,}", None),
+    # Alibaba Cloud AccessKey ID: LTAI + 12 to 20 (not inside a base64 run)
+    ("alibaba-access-key-id", False, "LTAI", r"LTAI(?<![A-Za-z0-9+/]LTAI)[A-Za-z0-9]{12,20}(?![A-Za-z0-9+/=])", None),
+    # Square: an access token EAAA + 60 (not inside a base64 run); sq0atp- + 22, the OAuth secret sq0csp- + 43
+    ("square-token", False, "EAAA", r"EAAA(?<![A-Za-z0-9+/_-]EAAA)[A-Za-z0-9_-]{50,70}(?![A-Za-z0-9+/=_-])", None),
+    ("square-token", False, ("sq0atp-", "sq0csp-"), r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}", None),
+    # Mapbox: a secret (sk.) or temporary (tk.) token: base64 JSON . 20+
+    ("mapbox-token", False, ("sk.eyJ", "tk.eyJ"), r"k\.eyJ(?<=[st]k\.eyJ)(?<![A-Za-z0-9_.-][st]k\.eyJ)[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{20,}", ("st", 1)),
+    # Fly.io: `FlyV1 fm2_...` (macaroons, comma separated), or a bare fm1_/fm2_/fo1_ token
+    ("flyio-token", False, "FlyV1 ", r"FlyV1 (?:f[mo][12]_[A-Za-z0-9+/=_-]{20,}(?:, ?)?)+", None),
+    ("flyio-token", False, ("fm1_", "fm2_", "fo1_"), r"f(?<![A-Za-z0-9_]f)(?:m[12]|o1)_[A-Za-z0-9+/=_-]{40,}", None),
     ("jwt", False, "eyJ", r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", None),
     ("bearer-token", False, "Bearer", r"Bearer(?<![A-Za-z]Bearer)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)", None),
     # The user may be empty (`redis://:pw@host`) and the password may hold `@`: as in urllib,
