@@ -156,6 +156,13 @@ _TOKENS = (
     # The user may be empty (`redis://:pw@host`) and the password may hold `@`: as in urllib,
     # the last `@` before the host ends it (`https://user:p@ss@host/`).
     ("url-password", False, "://", r"://[^\s:/?#@'\"<>\\]{0,100}:(?P<v>[^\s/?#'\"<>\\]{1,200})@", None),
+    # A URL whose user part is the key, with no password (a Sentry DSN `https://<32 hex>@o1.ingest.sentry.io/5`,
+    # `https://TOKEN@github.com/`): kept unless it reads as a key (long hex, or random-looking).
+    ("url-token", False, "://", r"://(?P<v>[A-Za-z0-9_~%+-]{16,200})@(?=[A-Za-z0-9\[])", None),
+    # .netrc: `machine HOST [login U] [account A] password P` (or `default ...`), on one line or several.
+    ("netrc-password", False, ("machine", "default"),
+     r"(?:m(?<![A-Za-z0-9_.-]m)achine[ \t]+[^\s]{1,300}|d(?<![A-Za-z0-9_.-]d)efault)"
+     r"(?:\s+(?:login|account|port|protocol|user)\s+[^\s]{1,300}){0,4}\s+password\s+(?P<v>%s|[^\s\"']{1,500})" % _V_QUOTED, None),
     # `curl -u user:password` (--user, --proxy-user, -U, -uuser:password): the part after the first colon.
     ("password-flag", False, ("-u", "-U", "--user", "--proxy-user"),
      r"-(?<![A-Za-z0-9_.-]-)(?:-(?:proxy-)?user(?:[ \t]+|=)|[uU][ \t]*)(?P<q>[\"'])?[^\s:\"'@/`]{1,100}:"
@@ -179,6 +186,9 @@ _TOKENS = (
     ("azure-storage-key", True, "accountkey=", r"accountkey=(?P<v>[a-z0-9+/]{40,}={0,2})", None),
     ("azure-storage-key", True, "sharedaccesskey=", r"sharedaccesskey=(?P<v>[a-z0-9+/]{40,}={0,2})", None),
     ("auth-header", True, "authorization", r"authorization[\"']?\s{0,3}[:=]\s{0,3}[\"']?(?:bearer|basic|token|digest)\s+(?P<v>[a-z0-9._~+/-]{8,}=*)", None),
+    # Cookie:/Set-Cookie: headers (and `"cookie": "..."`, `--cookie ...`): each cookie's value is
+    # judged on its own (_cookies): a session's is redacted, `theme=dark` and `Path=/` stay.
+    ("cookie", True, "cookie", r"cookie(?:[\"']?[ \t]{0,3}:|(?<=--cookie)[ =])[ \t]{0,3}[\"']?(?P<v>[^\r\n\"']{1,4000})", "cookie"),
     ("secret-flag", True, "--", r"--(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|pass|token|secret|api-?key|access-?key|private-?key|bearer)[= ]"
                                r"(?P<v>%s|[^\s\"']{1,300})" % _V_QUOTED, None),
 )
@@ -230,6 +240,9 @@ def _spans(text: str) -> list:
         if (i, lower and fold) not in _compiled and not _triggered(trigger, low if lower else text):
             continue  # not compiled yet, and it cannot match: leave it so
         for s, e, k in _matches(_rx(i, lower and fold), folded if lower else text, text, kind):
+            if lead == "cookie":
+                out.extend((cs, -ce, i, k) for cs, ce in _cookies(text, s, e))
+                continue
             if lead == "pem-body":
                 s = _pem_body(text, s)
                 if s is None:
@@ -330,6 +343,44 @@ def _pem_body(text: str, end: int):
     return start if start is not None and chars >= 16 else None
 
 
+_COOKIE_ATTRIBUTES = frozenset(("path", "domain", "expires", "max-age", "samesite", "secure", "httponly", "priority",
+                                "partitioned", "version", "comment"))
+_COOKIE_SECRET_WORDS = ("sess", "sid", "auth", "token", "jwt", "csrf", "xsrf", "remember", "login", "key", "secret", "pass",
+                        "cred", "identity", "user", "account")
+
+
+def _cookies(text: str, s: int, e: int):
+    """The (start, end) of each cookie value in a Cookie/Set-Cookie header value text[s:e] that is a secret:
+    a random-looking value (_high_entropy), or one of 12 characters or more under a session-like
+    name (sessionid, __Host-sid, csrftoken...). Set-Cookie's attributes (Path, Expires...) and
+    short, stand-in or word-like values (`theme=dark`, `ROCKET_LAUNCHER_0001`) are left as they are."""
+    i = s
+    while i < e:
+        j = i
+        while j < e and text[j] in " \t;,":
+            j += 1
+        n = j
+        while n < e and text[n] not in "=; \t,()\\":
+            n += 1
+        if n >= e or text[n] != "=" or n == j:
+            i = n + 1  # a flag (Secure, HttpOnly) or prose: on to the next
+            continue
+        v0 = v = n + 1
+        while v < e and text[v] not in "; \t,()\\":
+            v += 1
+        name, value = text[j:n].lower(), text[v0:v]
+        if (v > v0 and name not in _COOKIE_ATTRIBUTES and not _stand_in(value)
+                and ((_high_entropy(value) and not _words(value))
+                     or (len(value) >= 12 and any(w in name for w in _COOKIE_SECRET_WORDS)))):
+            yield v0, v
+        i = v
+
+
+def _words(v: str) -> bool:
+    """A value made of words and numbers (`ROCKET_LAUNCHER_0001`), not random characters."""
+    return all(w.isalpha() or w.isdigit() for w in v.replace("-", "_").replace(".", "_").split("_") if w)
+
+
 def _judge(text: str, m, kind):
     """The span a match redacts, with its kind; None when the value is no secret after all."""
     if not isinstance(kind, str):
@@ -342,11 +393,20 @@ def _judge(text: str, m, kind):
         kind = _keyed(text, m, v, m.group("w").lower())
         if kind is None:
             return None
-    elif kind in ("url-password", "secret-flag", "password-flag") and (_stand_in(v, kind == "url-password") or v.startswith("-")):
+    elif kind == "url-token" and not _url_token(v):
+        return None
+    elif kind in ("url-password", "secret-flag", "password-flag", "netrc-password") and (_stand_in(v, kind == "url-password") or v.startswith("-")):
         return None  # a stand-in, or the next option rather than a value
     if len(v) > 1 and v[0] in "\"'" and v[-1] == v[0]:
         s, e = s + 1, e - 1  # keep the quotes: the line still parses
     return s, e, kind
+
+
+def _url_token(v: str) -> bool:
+    """A URL's user part that is a key rather than a name: 20 hex or more, or random-looking."""
+    if all(c in "0123456789abcdefABCDEF" for c in v) and len(v) >= 20 and any(c.isdigit() for c in v):
+        return True
+    return _high_entropy(v) and not _stand_in(v)
 
 
 def _keyed(text: str, m, v: str, word: str):
