@@ -262,11 +262,11 @@ def _shapes(rng: random.Random) -> list[tuple[str, str, str]]:
     password, a session cookie, a URL whose user part is the key (a Sentry DSN)."""
     out = []
     pw = _r(rng, ALNUM, 16)
-    out.append(("netrc-password", pw, "machine api.example.com\n  login deploy\n  password %s\n" % pw))
+    out.append(("netrc-password", pw, "$ cat ~/.netrc\nmachine api.example.com\n  login deploy\n  password %s\n" % pw))
     pw = _r(rng, ALNUM + "!#%", 14)
-    out.append(("netrc-password", pw, "machine git.example.com login ci account acme password %s\n" % pw))
+    out.append(("netrc-password", pw, "# ~/.netrc\nmachine git.example.com login ci account acme password %s\n" % pw))
     pw = _r(rng, ALNUM, 12)
-    out.append(("netrc-password", pw, "machine a.example login x password p\ndefault login anonymous password %s\n" % pw))
+    out.append(("netrc-password", pw, "netrc:\nmachine a.example login x password p\ndefault login anonymous password %s\n" % pw))
     sid = _r(rng, ALNUM, 32)
     out.append(("cookie", sid, "> GET /admin HTTP/1.1\n> Host: app.local\n> Cookie: theme=dark; sessionid=%s; lang=en\n" % sid))
     sid = _r(rng, HEX, 40)
