@@ -188,7 +188,8 @@ _TOKENS = (
     ("auth-header", True, "authorization", r"authorization[\"']?\s{0,3}[:=]\s{0,3}[\"']?(?:bearer|basic|token|digest)\s+(?P<v>[a-z0-9._~+/-]{8,}=*)", None),
     # Cookie:/Set-Cookie: headers (and `"cookie": "..."`, `--cookie ...`): each cookie's value is
     # judged on its own (_cookies): a session's is redacted, `theme=dark` and `Path=/` stay.
-    ("cookie", True, "cookie", r"cookie(?:[\"']?[ \t]{0,3}:|(?<=--cookie)[ =])[ \t]{0,3}[\"']?(?P<v>[^\r\n\"']{1,4000})", "cookie"),
+    ("cookie", True, "cookie", r"cookie[\"']?[ \t]{0,3}:[ \t]{0,3}[\"']?(?P<v>[^\r\n\"']{1,4000})", "cookie"),
+    ("cookie", True, "--cookie", r"--cookie(?:[ \t]+|=)(?P<v>%s|[^\s\"']{1,4000})" % _V_QUOTED, "cookie"),
     ("secret-flag", True, "--", r"--(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|pass|token|secret|api-?key|access-?key|private-?key|bearer)[= ]"
                                r"(?P<v>%s|[^\s\"']{1,300})" % _V_QUOTED, None),
 )
@@ -354,26 +355,17 @@ def _cookies(text: str, s: int, e: int):
     a random-looking value (_high_entropy), or one of 12 characters or more under a session-like
     name (sessionid, __Host-sid, csrftoken...). Set-Cookie's attributes (Path, Expires...) and
     short, stand-in or word-like values (`theme=dark`, `ROCKET_LAUNCHER_0001`) are left as they are."""
-    i = s
-    while i < e:
-        j = i
-        while j < e and text[j] in " \t;,":
-            j += 1
-        n = j
-        while n < e and text[n] not in "=; \t,()\\":
-            n += 1
-        if n >= e or text[n] != "=" or n == j:
-            i = n + 1  # a flag (Secure, HttpOnly) or prose: on to the next
-            continue
-        v0 = v = n + 1
-        while v < e and text[v] not in "; \t,()\\":
-            v += 1
-        name, value = text[j:n].lower(), text[v0:v]
-        if (v > v0 and name not in _COOKIE_ATTRIBUTES and not _stand_in(value)
+    rx = _compiled.get("cookie")
+    if rx is None:
+        import re
+
+        rx = _compiled["cookie"] = re.compile(r"(?<![^;\s,()\\:=\"'])([^=;\s,()\\]+)=([^;\s,()\\]+)")  # a name starts after a separator
+    for m in rx.finditer(text, s, e):
+        name, value = m.group(1).lower(), m.group(2)
+        if (name not in _COOKIE_ATTRIBUTES and not _stand_in(value)
                 and ((_high_entropy(value) and not _words(value))
                      or (len(value) >= 12 and any(w in name for w in _COOKIE_SECRET_WORDS)))):
-            yield v0, v
-        i = v
+            yield m.span(2)
 
 
 def _words(v: str) -> bool:

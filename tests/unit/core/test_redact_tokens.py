@@ -70,6 +70,10 @@ def test_the_shapes_keep_what_is_no_secret():
             == "Cookie: theme=dark; lang=en; sessionid=[redacted: cookie]\n")
     assert (redact_text("Set-Cookie: __Host-sid=7f3a9b2c4d5e6f70a1b2; Path=/; Secure; HttpOnly; SameSite=Lax\n")
             == "Set-Cookie: __Host-sid=[redacted: cookie]; Path=/; Secure; HttpOnly; SameSite=Lax\n")
+    assert (redact_text("curl --cookie=sid=Zq81Kd0sLm3Xc9Vb2Nq7 /a; curl --cookie 'csrftoken=x; sid=Zq81Kd0sLm3Xc9Vb2Nq7' /b")
+            == "curl --cookie=sid=[redacted: cookie] /a; curl --cookie 'csrftoken=x; sid=[redacted: cookie]' /b")
+    assert (redact_text('{"Cookie": "sid=Zq81Kd0sLm3Xc9Vb2Nq7"} (cookie: sid=Zq81Kd0sLm3Xc9Vb2Nq7)')
+            == '{"Cookie": "sid=[redacted: cookie]"} (cookie: sid=[redacted: cookie])')
     assert (redact_text("machine h.example login u password Zq81Kd0sLm\n")
             == "machine h.example login u password [redacted: netrc-password]\n")
     assert (redact_text("SENTRY_DSN=https://0123456789abcdef0123456789abcdef@o1.ingest.sentry.io/5")
@@ -105,6 +109,16 @@ def test_the_shapes_keep_what_is_no_secret():
 ])
 def test_code_prose_and_stand_ins_near_the_new_rules_are_left_alone(line):
     assert redact_text(line) == line
+
+
+@pytest.mark.parametrize("text", ["cookie: a=b;" * 80_000, ("Cookie: " + "x" * 3990 + "\n") * 250, ("Cookie: " + "x " * 1995 + "\n") * 250,
+                                  "machine x login y " * 60_000, "s.Ab1" * 200_000, "FlyV1 " + "fm2_" + "A=," * 300_000])
+def test_the_new_rules_stay_linear_on_a_megabyte_built_to_be_slow(text):
+    import time
+
+    t = time.monotonic()
+    redact_text(text)
+    assert time.monotonic() - t < 3.0
 
 
 def test_legacy_vault_tokens_need_a_digit_and_both_cases():
