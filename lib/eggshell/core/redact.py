@@ -58,6 +58,7 @@ BUILTIN = Rules((), ())
 _V_QUOTED = r"\"[^\"\n]{1,500}\"|'[^'\n]{1,500}'"
 _KEY_TAIL = (r"(?![a-z0-9])[\"']?(?P<sep>[ \t]{0,3}(?:=|:=|=>|:)[ \t]{0,3})"
              r"(?P<v>%s|[^\s\"',;()\[\]{}<>`]{1,500})" % _V_QUOTED)
+_NETRC_TAIL = r"(?:\s+(?:login|account|port|protocol|user)\s+[^\s]{1,300}){0,4}\s+password\s+(?P<v>%s|[^\s\"']{1,500})" % _V_QUOTED
 _DIGITS = ("0123456789", 10)
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _HEX = "0123456789abcdefABCDEF"
@@ -160,9 +161,8 @@ _TOKENS = (
     # `https://TOKEN@github.com/`): kept unless it reads as a key (long hex, or random-looking).
     ("url-token", False, "://", r"://(?P<v>[A-Za-z0-9_~%+-]{16,200})@(?=[A-Za-z0-9\[])", None),
     # .netrc: `machine HOST [login U] [account A] password P` (or `default ...`), on one line or several.
-    ("netrc-password", False, ("machine", "default"),
-     r"(?:m(?<![A-Za-z0-9_.-]m)achine[ \t]+[^\s]{1,300}|d(?<![A-Za-z0-9_.-]d)efault)"
-     r"(?:\s+(?:login|account|port|protocol|user)\s+[^\s]{1,300}){0,4}\s+password\s+(?P<v>%s|[^\s\"']{1,500})" % _V_QUOTED, None),
+    ("netrc-password", False, "machine", r"machine(?<![A-Za-z0-9_.-]machine)[ \t]+[^\s]{1,300}" + _NETRC_TAIL, None),
+    ("netrc-password", False, "default", r"default(?<![A-Za-z0-9_.-]default)" + _NETRC_TAIL, None),
     # `curl -u user:password` (--user, --proxy-user, -U, -uuser:password): the part after the first colon.
     ("password-flag", False, ("-u", "-U", "--user", "--proxy-user"),
      r"-(?<![A-Za-z0-9_.-]-)(?:-(?:proxy-)?user(?:[ \t]+|=)|[uU][ \t]*)(?P<q>[\"'])?[^\s:\"'@/`]{1,100}:"
