@@ -145,3 +145,28 @@ def test_the_red_team_attack_holds(tmp_path, monkeypatch, name):
     except attacks.Result as e:
         r = e
     assert (r.status, name) == ("HELD", name), r.evidence
+
+
+# The new rules' triggers are short (`hv`, `NR`, `dp.`...) so that rules sharing one search it
+# once; test_redact_adversarial repeats each trigger, and these are the whole prefixes behind them.
+PREFIXES = ("hvs.", "hvb.", "s.", "AGE-SECRET-KEY-1", "AGE-PLUGIN-X-1", "aB3dE5fG7hJ9kL.atlasv1.", "dapi", "glsa_", "glc_",
+            "eyJrIjoi", "NRAK-", "NRII-", "0123456789abcdef0123456789abcdef0123NRAL", "sntrys_", "PMAK-", "lin_api_", "pul-",
+            "dp.st.", "dp.st.prd.", "LTAI", "EAAA", "sq0csp-", "sk.eyJ", "FlyV1 fm2_", "fm2_", "machine h login u password ",
+            "default password ", "Cookie: ", "Set-Cookie: a=", "--cookie ", "https://")
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_no_new_rule_backtracks_on_its_whole_prefix_repeated(prefix):
+    import time
+
+    from test_redact_adversarial import FILLS, LIMIT_S, SIZE, _repeated
+
+    redact_text(prefix)
+    slow = []
+    for fill in FILLS:
+        for text in (_repeated(prefix + fill, SIZE), prefix + _repeated(fill or "a", SIZE)):
+            t = time.process_time()
+            redact_text(text)
+            if time.process_time() - t > LIMIT_S:
+                slow.append((fill, round(time.process_time() - t, 2)))
+    assert not slow, slow
