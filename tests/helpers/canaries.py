@@ -20,6 +20,8 @@ ALNUM = string.ascii_letters + string.digits
 B64 = ALNUM + "+/"
 B64URL = ALNUM + "-_"
 HEX = "0123456789abcdef"
+UPPER_DIGITS = string.ascii_uppercase + string.digits
+BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l".upper()
 
 
 class Canary(NamedTuple):
@@ -171,8 +173,112 @@ def canaries(seed: int = 10) -> list[Canary]:
     add("secret", v, "encryption_key = '%s'" % v)
     t = "AccountKey=" + _r(rng, B64, 86) + "=="
     add("azure-storage-key", t[len("AccountKey="):], "DefaultEndpointsProtocol=https;AccountName=acme;%s;EndpointSuffix=core.windows.net" % t)
+    tokens = _tokens(rng)
+    for i, (kind, secret, shown) in enumerate(tokens):
+        name = sorted(TOKEN_CONTEXTS)[i % len(TOKEN_CONTEXTS)]
+        add(kind, secret, TOKEN_CONTEXTS[name] % shown)
+    for kind, secret, text in _shapes(rng):
+        add(kind, secret, text)
     v = "private note " + _r(rng, ALNUM, 16)
     add("private", v, "fix the login bug <private>%s</private> and push" % v)
     v = "the launch is on " + _r(rng, ALNUM, 12)
     add("private", v, "<PRIVATE>\n%s\n</PRIVATE>\nthen summarise" % v)
+    return out
+
+
+# How a bare token turns up (%s is the token): each token kind below is tested in every one
+# (tests/unit/core/test_redact_tokens.py). The names around it say nothing of a secret, so
+# the token's own rule is what redacts it.
+TOKEN_CONTEXTS = {
+    "prompt": "here is the new one %s please set up the deploy with it",
+    "env": "DEPLOY_CFG=%s\n",
+    "config": '[deploy]\nvalue = "%s"\nregion = "eu"\n',
+    "yaml": "deploy:\n  value: %s\n  region: eu\n",
+    "header": "curl -H 'X-Deploy: %s' https://api.example.com/v1/me",
+    "json": '{"deploy": {"value": "%s", "region": "eu"}}',
+}
+
+
+def _mixed(rng: random.Random, alphabet: str, n: int) -> str:
+    """n characters of `alphabet` with a digit and (if the alphabet has them) both cases among them."""
+    while True:
+        v = _r(rng, alphabet, n)
+        if (any(c.isdigit() for c in v) and (not any(c.isupper() for c in alphabet) or any(c.isupper() for c in v))
+                and (not any(c.islower() for c in alphabet) or any(c.islower() for c in v))):
+            return v
+
+
+def _b64json(obj: dict, url: bool = False) -> str:
+    raw = json.dumps(obj, separators=(",", ":")).encode()
+    return _b64url(raw) if url else base64.b64encode(raw).decode()
+
+
+def _tokens(rng: random.Random) -> list[tuple[str, str, str]]:
+    """(kind, secret, as shown) of one token of each newer published format (docs/privacy.md lists them)."""
+    out = []
+    out.append(("vault-token", "hvs.CAESI" + _r(rng, B64URL, 86), None))  # Vault >= 1.10 service token (~95)
+    out.append(("vault-token", "hvb.AAAAAQ" + _r(rng, B64URL, 128), None))  # batch token (138+)
+    out.append(("vault-token", "s." + _mixed(rng, ALNUM, 24), None))  # a service token before Vault 1.10
+    out.append(("age-secret-key", "AGE-SECRET-KEY-1" + _r(rng, BECH32, 58), None))
+    out.append(("terraform-cloud-token", _r(rng, ALNUM, 14) + ".atlasv1." + _r(rng, ALNUM, 67), None))
+    out.append(("databricks-token", "dapi" + _mixed(rng, HEX, 32), None))
+    out.append(("databricks-token", "dapi" + _mixed(rng, HEX, 32) + "-2", None))
+    out.append(("grafana-token", "glsa_" + _r(rng, ALNUM, 32) + "_" + _r(rng, HEX, 8), None))
+    glc = {"o": str(rng.randrange(10**5, 10**7)), "n": "stack-%d-hm-read" % rng.randrange(10**5, 10**6),
+           "k": _r(rng, ALNUM, 24), "m": {"r": "prod-us-east-0"}}
+    out.append(("grafana-token", "glc_" + _b64json(glc), None))
+    out.append(("newrelic-key", "NRAK-" + _r(rng, UPPER_DIGITS, 27), None))
+    out.append(("newrelic-key", _r(rng, HEX, 36) + "NRAL", None))  # an ingest license key
+    org = {"iat": rng.randrange(1_600_000_000, 1_800_000_000), "url": "https://sentry.io", "region_url": "https://us.sentry.io",
+           "org": "acme-%d" % rng.randrange(1000)}
+    out.append(("sentry-token", "sntrys_" + _b64json(org) + "_" + _r(rng, ALNUM + "+/", 43), None))
+    out.append(("sentry-token", "sntryu_" + _r(rng, HEX, 64), None))
+    out.append(("postman-api-key", "PMAK-" + _r(rng, HEX, 24) + "-" + _r(rng, HEX, 34), None))
+    out.append(("linear-api-key", "lin_api_" + _r(rng, ALNUM, 40), None))
+    out.append(("pulumi-token", "pul-" + _mixed(rng, HEX, 40), None))
+    out.append(("doppler-token", "dp.st.prd." + _r(rng, ALNUM, 43), None))
+    out.append(("doppler-token", "dp.pt." + _r(rng, ALNUM, 43), None))
+    out.append(("alibaba-access-key-id", "LTAI5t" + _r(rng, ALNUM, 18), None))
+    out.append(("square-token", "EAAA" + _r(rng, B64URL, 60), None))
+    out.append(("square-token", "sq0csp-" + _r(rng, B64URL, 43), None))
+    mb = {"u": "acme-%d" % rng.randrange(1000), "a": _r(rng, ALNUM, 25)}
+    out.append(("mapbox-token", "sk." + _b64json(mb, url=True) + "." + _r(rng, B64URL, 22), None))
+    fly = "fm2_" + base64.b64encode(rng.randbytes(180)).decode() + ",fm2_" + base64.b64encode(rng.randbytes(90)).decode()
+    out.append(("flyio-token", fly, "FlyV1 " + fly))
+    return [(k, t, shown or t) for k, t, shown in out]
+
+
+def token_canaries(seed: int = 20) -> list[Canary]:
+    """Every token of `_tokens` in every TOKEN_CONTEXTS, named `kind/context`."""
+    out = []
+    for kind, secret, shown in _tokens(random.Random(seed)):
+        for name in sorted(TOKEN_CONTEXTS):
+            out.append(Canary("%s/%s" % (kind, name), secret, TOKEN_CONTEXTS[name] % shown))
+    return out
+
+
+def _shapes(rng: random.Random) -> list[tuple[str, str, str]]:
+    """(kind, secret, text) of secrets whose shape, not their own format, gives them away: a .netrc
+    password, a session cookie, a URL whose user part is the key (a Sentry DSN)."""
+    out = []
+    pw = _r(rng, ALNUM, 16)
+    out.append(("netrc-password", pw, "$ cat ~/.netrc\nmachine api.example.com\n  login deploy\n  password %s\n" % pw))
+    pw = _r(rng, ALNUM + "!#%", 14)
+    out.append(("netrc-password", pw, "# ~/.netrc\nmachine git.example.com login ci account acme password %s\n" % pw))
+    pw = _r(rng, ALNUM, 12)
+    out.append(("netrc-password", pw, "netrc:\nmachine a.example login x password p\ndefault login anonymous password %s\n" % pw))
+    sid = _r(rng, ALNUM, 32)
+    out.append(("cookie", sid, "> GET /admin HTTP/1.1\n> Host: app.local\n> Cookie: theme=dark; sessionid=%s; lang=en\n" % sid))
+    sid = _r(rng, HEX, 40)
+    out.append(("cookie", sid, "< HTTP/1.1 200 OK\n< Set-Cookie: __Host-session=%s; Path=/; Secure; HttpOnly; SameSite=Lax\n" % sid))
+    sid = "s%3A" + _r(rng, B64URL, 32) + "." + _r(rng, ALNUM, 43)
+    out.append(("cookie", sid, '{"headers": {"Cookie": "connect.sid=%s"}}' % sid))
+    sid = _r(rng, B64URL, 24)
+    out.append(("cookie", sid, "curl --cookie 'csrftoken=x; sid=%s' https://app.local/api" % sid))
+    key = _r(rng, HEX, 32)
+    out.append(("url-token", key, "SENTRY_DSN=https://%s@o%d.ingest.sentry.io/%d\n" % (key, rng.randrange(10**5, 10**7), rng.randrange(10**6))))
+    key = _r(rng, HEX, 32)
+    out.append(("url-token", key, '{"sentry": {"dsn": "https://%s@o%d.ingest.us.sentry.io/%d"}}' % (key, rng.randrange(10**5, 10**7), rng.randrange(10**6))))
+    tok = _r(rng, ALNUM, 40)
+    out.append(("url-token", tok, "git remote set-url origin https://%s@git.example.com/acme/app.git" % tok))
     return out

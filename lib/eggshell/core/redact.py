@@ -58,7 +58,10 @@ BUILTIN = Rules((), ())
 _V_QUOTED = r"\"[^\"\n]{1,500}\"|'[^'\n]{1,500}'"
 _KEY_TAIL = (r"(?![a-z0-9])[\"']?(?P<sep>[ \t]{0,3}(?:=|:=|=>|:)[ \t]{0,3})"
              r"(?P<v>%s|[^\s\"',;()\[\]{}<>`]{1,500})" % _V_QUOTED)
+_NETRC_TAIL = r"(?:\s+(?:login|account|port|protocol|user)\s+[^\s]{1,300}){0,4}\s+password\s+(?P<v>%s|[^\s\"']{1,500})" % _V_QUOTED
 _DIGITS = ("0123456789", 10)
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_HEX = "0123456789abcdefABCDEF"
 _AZURE_LEAD = ("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_~.-", 4)
 
 _TOKENS = (
@@ -109,11 +112,57 @@ _TOKENS = (
     ("langsmith-api-key", False, "lsv2_", r"lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}", None),
     ("digitalocean-token", False, "_v1_", r"_v1_(?<=do[por]_v1_)[a-f0-9]{64}", (None, 3)),
     ("shopify-token", False, "shp", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", None),
+    # HashiCorp Vault: hvs. (service), hvb. (batch), hvr. (recovery) since 1.10; before it a
+    # service token was `s.` and 24 base62 characters (kept only with a digit and both cases,
+    # and not before `(`: `s.` starts many a name in code).
+    ("vault-token", False, "hv", r"hv(?<![A-Za-z0-9_.-]hv)[sbr]\.[A-Za-z0-9_-]{24,}", None),
+    ("vault-token", False, "s.",
+     r"s\.(?<![A-Za-z0-9_./@%-]s\.)(?=[A-Za-z]{0,23}[0-9])(?=[a-z0-9]{0,23}[A-Z])(?=[A-Z0-9]{0,23}[a-z])[A-Za-z0-9]{24}"
+     r"(?![A-Za-z0-9_.(-])", None),
+    # age: AGE-SECRET-KEY-1 and 58 upper-case bech32 characters (a plugin's identity, AGE-PLUGIN-NAME-1...)
+    ("age-secret-key", False, "AGE-", r"AGE-(?:SECRET-KEY|PLUGIN-[A-Z0-9]{1,30})-1[0-9A-Z]{40,}", None),
+    # Terraform Cloud / Enterprise: 14 characters, .atlasv1., then about 67
+    ("terraform-cloud-token", False, ".atlasv1.", r"\.atlasv1\.(?<=[A-Za-z0-9]{14}\.atlasv1\.)[A-Za-z0-9_=-]{60,}", (_ALNUM, 14)),
+    # Databricks: dapi and 32 hex (optionally -N); any letters taken, a digit required
+    ("databricks-token", False, "dapi",
+     r"dapi(?<![A-Za-z0-9_-]dapi)(?=[A-Za-z]{0,39}[0-9])[A-Za-z0-9]{32,40}(?:-[0-9])?(?![A-Za-z0-9])", None),
+    # Grafana: service account glsa_ + 32 + _ + 8 hex; Cloud glc_ + base64; a legacy API key eyJrIjoi...
+    ("grafana-token", False, "glsa_", r"glsa_[A-Za-z0-9]{32,40}_[A-Fa-f0-9]{8}", None),
+    ("grafana-token", False, "glc_", r"glc_(?<![A-Za-z0-9_]glc_)[A-Za-z0-9+/]{32,400}={0,2}", None),
+    ("grafana-token", False, "eyJ", r"eyJrIjoi[A-Za-z0-9+/]{42,400}={0,2}", None),
+    # New Relic: user key NRAK- + 27, admin NRAA-, insert key NRII- + 32; license key 36 hex + NRAL
+    ("newrelic-key", False, "NR", r"NR(?<![A-Za-z0-9]NR)(?:AK|AA|II)-[A-Za-z0-9_-]{20,40}(?![A-Za-z0-9])", None),
+    ("newrelic-key", False, "NR", r"NRAL(?<=[0-9a-fA-F]{36}NRAL)(?![A-Za-z0-9])", (_HEX, 36)),
+    # Sentry: an org token sntrys_ + base64 JSON + _ + secret; a user token sntryu_ + 64 hex
+    ("sentry-token", False, "sntry", r"sntry[su]_[A-Za-z0-9+/=_-]{40,}", None),
+    ("postman-api-key", False, "PMAK-", r"PMAK-[A-Za-z0-9]{24}-[A-Za-z0-9]{30,}", None),
+    ("linear-api-key", False, "lin_", r"lin_(?:api|oauth)_[A-Za-z0-9]{40,}", None),
+    # Pulumi: pul- + 40 hex (any letters taken, a digit required)
+    ("pulumi-token", False, "pul-", r"pul-(?<![A-Za-z0-9_-]pul-)(?=[A-Za-z]{0,39}[0-9])[A-Za-z0-9]{40}(?![A-Za-z0-9])", None),
+    # Doppler: dp.pt. (personal), dp.st.[config.] (service), dp.ct. (CLI), dp.sa., dp.scim., dp.audit. + 40-44
+    ("doppler-token", False, "dp.",
+     r"dp\.(?<![A-Za-z0-9_.-]dp\.)(?:pt|st|ct|sa|scim|audit)\.(?:[A-Za-z0-9_-]{1,35}\.)?[A-Za-z0-9]{40,}", None),
+    # Alibaba Cloud AccessKey ID: LTAI + 12 to 20 (not inside a base64 run)
+    ("alibaba-access-key-id", False, "LTAI", r"LTAI(?<![A-Za-z0-9+/]LTAI)[A-Za-z0-9]{12,20}(?![A-Za-z0-9+/=])", None),
+    # Square: an access token EAAA + 60 (not inside a base64 run); sq0atp- + 22, the OAuth secret sq0csp- + 43
+    ("square-token", False, "EAAA", r"EAAA(?<![A-Za-z0-9+/_-]EAAA)[A-Za-z0-9_-]{50,70}(?![A-Za-z0-9+/=_-])", None),
+    ("square-token", False, "sq0", r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}", None),
+    # Mapbox: a secret (sk.) or temporary (tk.) token: base64 JSON . 20+
+    ("mapbox-token", False, "eyJ", r"k\.eyJ(?<=[st]k\.eyJ)(?<![A-Za-z0-9_.-][st]k\.eyJ)[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{20,}", ("st", 1)),
+    # Fly.io: `FlyV1 fm2_...` (macaroons, comma separated), or a bare fm1_/fm2_ token
+    ("flyio-token", False, "FlyV1 ", r"FlyV1 (?:fm[12]_[A-Za-z0-9+/=_-]{20,}(?:, ?)?)+", None),
+    ("flyio-token", False, "fm", r"fm(?<![A-Za-z0-9_]fm)[12]_[A-Za-z0-9+/=_-]{40,}", None),
     ("jwt", False, "eyJ", r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", None),
     ("bearer-token", False, "Bearer", r"Bearer(?<![A-Za-z]Bearer)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)", None),
     # The user may be empty (`redis://:pw@host`) and the password may hold `@`: as in urllib,
     # the last `@` before the host ends it (`https://user:p@ss@host/`).
     ("url-password", False, "://", r"://[^\s:/?#@'\"<>\\]{0,100}:(?P<v>[^\s/?#'\"<>\\]{1,200})@", None),
+    # A URL whose user part is the key, with no password (a Sentry DSN `https://<32 hex>@o1.ingest.sentry.io/5`,
+    # `https://TOKEN@github.com/`): kept unless it reads as a key (long hex, or random-looking).
+    ("url-token", False, "://", r"://(?P<v>[A-Za-z0-9_~%+-]{16,200})@(?=[A-Za-z0-9\[])", None),
+    # .netrc: `machine HOST [login U] [account A] password P` (or `default ...`), on one line or several.
+    ("netrc-password", False, "machine", r"machine(?<![A-Za-z0-9_.-]machine)[ \t]+[^\s]{1,300}" + _NETRC_TAIL, None),
+    ("netrc-password", False, "default", r"default(?<![A-Za-z0-9_.-]default)" + _NETRC_TAIL, None),
     # `curl -u user:password` (--user, --proxy-user, -U, -uuser:password): the part after the first colon.
     ("password-flag", False, ("-u", "-U", "--user", "--proxy-user"),
      r"-(?<![A-Za-z0-9_.-]-)(?:-(?:proxy-)?user(?:[ \t]+|=)|[uU][ \t]*)(?P<q>[\"'])?[^\s:\"'@/`]{1,100}:"
@@ -137,6 +186,10 @@ _TOKENS = (
     ("azure-storage-key", True, "accountkey=", r"accountkey=(?P<v>[a-z0-9+/]{40,}={0,2})", None),
     ("azure-storage-key", True, "sharedaccesskey=", r"sharedaccesskey=(?P<v>[a-z0-9+/]{40,}={0,2})", None),
     ("auth-header", True, "authorization", r"authorization[\"']?\s{0,3}[:=]\s{0,3}[\"']?(?:bearer|basic|token|digest)\s+(?P<v>[a-z0-9._~+/-]{8,}=*)", None),
+    # Cookie:/Set-Cookie: headers (and `"cookie": "..."`, `--cookie ...`): each cookie's value is
+    # judged on its own (_cookies): a session's is redacted, `theme=dark` and `Path=/` stay.
+    ("cookie", True, "cookie", r"cookie[\"']?[ \t]{0,3}:[ \t]{0,3}[\"']?(?P<v>[^\r\n\"']{1,4000})", "cookie"),
+    ("cookie", True, "cookie", r"--cookie(?:[ \t]+|=)(?P<v>%s|[^\s\"']{1,4000})" % _V_QUOTED, "cookie"),
     ("secret-flag", True, "--", r"--(?:[a-z0-9]{1,20}-){0,3}(?:password|passwd|pass|token|secret|api-?key|access-?key|private-?key|bearer)[= ]"
                                r"(?P<v>%s|[^\s\"']{1,300})" % _V_QUOTED, None),
 )
@@ -180,14 +233,18 @@ def _spans(text: str) -> list:
     low = folded = None
     fold = False
     out = []
+    seen: dict = {}  # (trigger, lower) -> whether it occurs: rules sharing a trigger search the text once
     for i, (kind, lower, trigger, _, lead) in enumerate(_RULES):
         if lower and low is None:
             low = text.lower()
             fold = len(low) != len(text)  # a few characters change length when lower-cased
             folded = text if fold else low
-        if (i, lower and fold) not in _compiled and not _triggered(trigger, low if lower else text):
+        if (i, lower and fold) not in _compiled and not _triggered(trigger, low if lower else text, seen, lower):
             continue  # not compiled yet, and it cannot match: leave it so
         for s, e, k in _matches(_rx(i, lower and fold), folded if lower else text, text, kind):
+            if lead == "cookie":
+                out.extend((cs, -ce, i, k) for cs, ce in _cookies(text, s, e))
+                continue
             if lead == "pem-body":
                 s = _pem_body(text, s)
                 if s is None:
@@ -226,8 +283,14 @@ def _matches(rx, hay: str, text: str, kind):
             pos = max(m.end(), m.start() + 1)
 
 
-def _triggered(trigger, hay: str) -> bool:
-    return trigger in hay if isinstance(trigger, str) else any(t in hay for t in trigger)
+def _triggered(trigger, hay: str, seen: dict, lower: bool) -> bool:
+    for t in (trigger,) if isinstance(trigger, str) else trigger:
+        hit = seen.get((t, lower))
+        if hit is None:
+            hit = seen[(t, lower)] = t in hay
+        if hit:
+            return True
+    return False
 
 
 def _extend_back(text: str, s: int, lead: tuple) -> int:
@@ -288,6 +351,35 @@ def _pem_body(text: str, end: int):
     return start if start is not None and chars >= 16 else None
 
 
+_COOKIE_ATTRIBUTES = frozenset(("path", "domain", "expires", "max-age", "samesite", "secure", "httponly", "priority",
+                                "partitioned", "version", "comment"))
+_COOKIE_SECRET_WORDS = ("sess", "sid", "auth", "token", "jwt", "csrf", "xsrf", "remember", "login", "key", "secret", "pass",
+                        "cred", "identity", "user", "account")
+
+
+def _cookies(text: str, s: int, e: int):
+    """The (start, end) of each cookie value in a Cookie/Set-Cookie header value text[s:e] that is a secret:
+    a random-looking value (_high_entropy), or one of 12 characters or more under a session-like
+    name (sessionid, __Host-sid, csrftoken...). Set-Cookie's attributes (Path, Expires...) and
+    short, stand-in or word-like values (`theme=dark`, `ROCKET_LAUNCHER_0001`) are left as they are."""
+    rx = _compiled.get("cookie")
+    if rx is None:
+        import re
+
+        rx = _compiled["cookie"] = re.compile(r"(?<![^;\s,()\\:=\"'])([^=;\s,()\\]+)=([^;\s,()\\]+)")  # a name starts after a separator
+    for m in rx.finditer(text, s, e):
+        name, value = m.group(1).lower(), m.group(2)
+        if (name not in _COOKIE_ATTRIBUTES and not _stand_in(value)
+                and ((_high_entropy(value) and not _words(value))
+                     or (len(value) >= 12 and any(w in name for w in _COOKIE_SECRET_WORDS)))):
+            yield m.span(2)
+
+
+def _words(v: str) -> bool:
+    """A value made of words and numbers (`ROCKET_LAUNCHER_0001`), not random characters."""
+    return all(w.isalpha() or w.isdigit() for w in v.replace("-", "_").replace(".", "_").split("_") if w)
+
+
 def _judge(text: str, m, kind):
     """The span a match redacts, with its kind; None when the value is no secret after all."""
     if not isinstance(kind, str):
@@ -300,11 +392,20 @@ def _judge(text: str, m, kind):
         kind = _keyed(text, m, v, m.group("w").lower())
         if kind is None:
             return None
-    elif kind in ("url-password", "secret-flag", "password-flag") and (_stand_in(v, kind == "url-password") or v.startswith("-")):
+    elif kind == "url-token" and not _url_token(v):
+        return None
+    elif kind in ("url-password", "secret-flag", "password-flag", "netrc-password") and (_stand_in(v, kind == "url-password") or v.startswith("-")):
         return None  # a stand-in, or the next option rather than a value
     if len(v) > 1 and v[0] in "\"'" and v[-1] == v[0]:
         s, e = s + 1, e - 1  # keep the quotes: the line still parses
     return s, e, kind
+
+
+def _url_token(v: str) -> bool:
+    """A URL's user part that is a key rather than a name: 20 hex or more, or random-looking."""
+    if all(c in "0123456789abcdefABCDEF" for c in v) and len(v) >= 20 and any(c.isdigit() for c in v):
+        return True
+    return _high_entropy(v) and not _stand_in(v)
 
 
 def _keyed(text: str, m, v: str, word: str):

@@ -11,7 +11,7 @@ with the turn; a redacted or withheld prior output never denies (completes) a pr
 call; text past the scan cap is withheld, never stored unscanned; on the standard
 library's source at most 0.1% of lines change.
 
-The canary tests feed 60 format-valid fake secrets of 30 kinds (helpers/canaries.py)
+The canary tests feed 93 format-valid fake secrets of 48 kinds (helpers/canaries.py)
 through real `bin/egg-hook codex` processes (prompts, tool inputs, Codex and Claude Code
 outputs, failures, answers), with EGGSHELL_MANAGER=off and with the warm manager, then
 ask a later related chat, and search every file of the data root, the prefix and the
