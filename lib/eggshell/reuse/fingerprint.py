@@ -48,7 +48,7 @@ import os
 import stat as _stat
 
 from eggshell.reuse import links
-from eggshell.reuse.gitfiles import (PACKED_CAP, Index, find_git, is_abbrev, is_hex, read_head, read_regular, read_text, resolve,
+from eggshell.reuse.gitfiles import (PACKED_CAP, Index, find_git, is_abbrev, read_head, read_regular, read_text, resolve,
                                      rev_names, upstream)
 
 # 2: the way to each input ("l" entries); 3: metadata reads by their whole stat ("m"), the refs a git read names

@@ -26,22 +26,11 @@ from eggshell.graph.save import save_turn
 from eggshell.runtime.journal import Journal
 from eggshell.core.standing import CHANGED, UNKNOWN, VERIFIED
 from eggshell.graph.store import Store
+from helpers.fresh import git, write
 from helpers.hook_env import Env
 
 INVOICE = "src/billing/invoice.py"
 INVOICE_TEXT = "def total(lines):\n    return sum(l.amount for l in lines)\n"
-
-
-def git(env: Env, *args: str) -> str:
-    return subprocess.run(["git", "-C", env.project, "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True).stdout
-
-
-def write(env: Env, rel: str, text: str) -> None:
-    path = os.path.join(env.project, rel)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
 
 
 @pytest.fixture

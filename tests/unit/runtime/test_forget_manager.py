@@ -17,14 +17,13 @@ The environment (ManagedEnv: a private data root, a copy of the checkout) is tes
 from __future__ import annotations
 
 import os
-import stat
 
 from eggshell.runtime import client
 from eggshell.runtime.chat import Chat
 from eggshell.runtime.journal import Journal
 from eggshell.graph.save import save_turn
 from eggshell.graph.store import Store
-from helpers import bash, turn_record, wait_for
+from helpers import bash, regular_files, turn_record, wait_for
 from helpers.managed import RG, RG_ANSWER, RG_OUT, WAIT, ManagedEnv, checkout, denial, env, pre_tool  # noqa: F401 - fixtures
 
 CANARY = "CANARY-f0rget-9d3c71e5"
@@ -49,20 +48,7 @@ def warm_prompt(env: ManagedEnv, text: str, session: str, want: str | None = Non
 
 def files_holding(needle: str, *roots: str) -> list[str]:
     """Every regular file under these directories (symlinks not followed) whose bytes hold `needle`."""
-    out = []
-    for root in roots:
-        for d, _, names in os.walk(root):
-            for n in names:
-                p = os.path.join(d, n)
-                try:
-                    if not stat.S_ISREG(os.lstat(p).st_mode):
-                        continue
-                    with open(p, "rb") as f:
-                        if needle.encode() in f.read():
-                            out.append(os.path.relpath(p, root))
-                except FileNotFoundError:
-                    continue
-    return sorted(out)
+    return sorted(os.path.relpath(p, root) for root in roots for p, data in regular_files(root) if needle.encode() in data)
 
 
 def stop_manager(env: ManagedEnv) -> None:
