@@ -606,6 +606,23 @@ TOOL_STRUCTURAL = frozenset(("name", "id", "observed"))
 SAVE_SLACK = 4096
 
 
+def scheme(_memo: list = []) -> str:  # noqa: B006 - one digest per process, read once
+    """A digest of this module's own source: the redaction a journal event was made with.
+
+    A journaled turn whose prompt event names the scheme in force at save time was redacted by
+    exactly this code at capture, and redact_record would change nothing of it (the property
+    test_save_queue proves), so the save skips the second pass: for a 50 MB turn that pass
+    was seconds of a Stop hook. Any change to the rules or their code changes the digest, and
+    a journal from before it is redacted again at save.
+    """
+    if not _memo:
+        import hashlib
+
+        with open(__file__, "rb") as f:
+            _memo.append(hashlib.sha256(f.read()).hexdigest()[:16])
+    return _memo[0]
+
+
 def redact_record(record):
     """A turn record (turns.py: egg-save's input) redacted by the built-in rules, as capture would.
 

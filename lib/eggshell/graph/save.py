@@ -22,7 +22,7 @@ class Saved:
     index: list[dict]
 
 
-def prepare_turn(record: dict, root: str | None = None) -> tuple[Turn, Compiled]:
+def prepare_turn(record: dict, root: str | None = None, redacted: bool = False) -> tuple[Turn, Compiled]:
     """The record redacted, parsed and compiled, ready to commit; TurnError says what is wrong.
 
     Whatever goes wrong here is the record's own doing (no store is touched), so any failure,
@@ -30,7 +30,7 @@ def prepare_turn(record: dict, root: str | None = None) -> tuple[Turn, Compiled]
     aside for `egg recover` instead of retrying it forever or dropping it.
     """
     try:
-        t = parse_turn(redact_record(record))
+        t = parse_turn(record if redacted else redact_record(record))
         if t.cwd:
             base = root if root is not None else find_project(t.cwd)
             t = Turn(t.session, t.turn, relative_cwd(t.cwd, base), t.prompt, t.tools, t.answer)
@@ -41,17 +41,19 @@ def prepare_turn(record: dict, root: str | None = None) -> tuple[Turn, Compiled]
         raise TurnError("the turn could not be compiled (%s: %s)" % (type(e).__name__, e)) from e
 
 
-def save_turn(store: Store, record: dict, root: str | None = None, when: str | None = None) -> Saved:
+def save_turn(store: Store, record: dict, root: str | None = None, when: str | None = None, redacted: bool = False) -> Saved:
     """Compile and commit one decoded turn record (the in-process form of egg-save).
 
     The record is redacted with the built-in rules first (redact.py): a journal the hooks
     wrote is already redacted (and stays the same), and a record from anywhere else
     (egg-save's input, a journal written before redaction existed) is made so here.
     `when` is the commit's time (default now): `egg import` gives a turn the time it ran,
-    so a handoff states the age of its calls truly. TurnError: the record is at fault;
+    so a handoff states the age of its calls truly. `redacted`: the save queue's word that the
+    journal was redacted at capture by this very code (redact.scheme), so the second pass is
+    skipped; no other caller passes it. TurnError: the record is at fault;
     anything else (OSError, a store error) is the store's, and the record may be saved later.
     """
-    t, compiled = prepare_turn(record, root)
+    t, compiled = prepare_turn(record, root, redacted)
     c = store.commit(compiled.roots, session=t.session, turn=t.turn, when=when, within=root)
     if c is None:
         return Saved(t, None, [])

@@ -47,6 +47,15 @@ def target(events: list[dict]) -> tuple[str | None, str | None, bool]:
     return (w if isinstance(w, str) and w else None), (r if isinstance(r, str) and r else None), True
 
 
+def captured(events: list[dict]) -> bool:
+    """Whether the turn's events were redacted at capture by the redaction in force now (its prompt
+    event names redact.scheme): then saving it redacts nothing more, and skips the pass."""
+    from eggshell.core.redact import scheme
+
+    prompt = next((e for e in events if e.get("event") == "prompt"), None)
+    return prompt is not None and prompt.get("redacted") == scheme()
+
+
 def settle(journal: Journal, path: str, store_for: Callable[[str], object],
            resolve: Callable[[str], tuple[str | None, str | None]] | None = None,
            log: Callable[[str], None] = lambda m: None) -> Settled:
@@ -75,7 +84,7 @@ def settle(journal: Journal, path: str, store_for: Callable[[str], object],
     if write is not None and (record["tools"] or record["answer"] is not None):
         store = store_for(write)  # a store that cannot be opened now raises: the file stays for the next pass
         try:
-            saved = save_turn(store, record, root)
+            saved = save_turn(store, record, root, redacted=captured(events))
         except TurnError as e:  # the record itself is at fault: no retry fixes it
             saved, failed = None, str(e)
         if saved is not None and saved.commit_id is not None:

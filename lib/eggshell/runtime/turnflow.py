@@ -142,6 +142,12 @@ def _redact(payload: dict, rules: dict | None) -> None:
     redact_payload(payload, compiled(rules.get("redact") or (), rules.get("never_record") or ()))
 
 
+def _scheme() -> str:
+    from eggshell.core.redact import scheme
+
+    return scheme()
+
+
 def _prompt_event(events: list[dict]) -> dict | None:
     return next((e for e in events if e.get("event") == "prompt"), None)
 
@@ -361,7 +367,8 @@ def record(payload: object, paths: Paths) -> Step | None:
         _redact(payload, rules)
         prompt = payload["prompt"]
         journal.append(session, turn, _noted(payload, {"event": "prompt", "session": session, "turn": turn, "cwd": cwd, "prompt": prompt,
-                                       "selection": sel, "write": sel.get("write"), "root": cfg.project_root, "time": _now(), **rules}))
+                                       "selection": sel, "write": sel.get("write"), "root": cfg.project_root, "time": _now(),
+                                                        "redacted": _scheme(), **rules}))
         journal.set_current(session, turn)
         return step(turn, sel)
 

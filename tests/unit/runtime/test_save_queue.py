@@ -293,3 +293,41 @@ def test_a_tool_result_of_a_turn_never_recorded_is_not_kept(tmp_path):
     env.respond(env.tool("./other.sh", "OTHER-TURN-OUTPUT\n", turn="turn-9", use="x-1"))  # not this chat's recorded turn
     env.respond(env.tool("./other.sh", "OTHER-CHAT-OUTPUT\n", use="x-2", session_id="sess-never"))  # a chat never recorded
     assert _events_quarantined(env) == []
+
+
+# -- the second redaction pass is skipped only for what this very code redacted ---------------------
+
+
+def test_a_turn_redacted_at_capture_by_this_code_is_not_redacted_again(tmp_path, monkeypatch):
+    env = Env(tmp_path)
+
+    def second_pass(record):
+        raise AssertionError("redacted again")
+
+    monkeypatch.setattr(graph_save, "redact_record", second_pass)
+    _turn(env, ["one output\n", "another\n"])
+    (v,) = env.views()
+    assert [t.outcome for t in v.tools] == ["one output\n", "another\n"]
+
+
+@pytest.mark.parametrize("stamp", [None, "0123456789abcdef", 7])
+def test_a_journal_not_redacted_by_this_code_is_redacted_at_save(tmp_path, stamp):
+    """A journal written before the stamp existed, or by other redaction code (an upgrade between
+    the prompt and the save), gets the whole second pass: a secret in it never reaches the store."""
+    from eggshell.graph.store import Store
+    from eggshell.runtime.commits import settle
+
+    env = Env(tmp_path)
+    secret = "ghp_" + "Q7x2LmN9pR4sT6vW8yZ1aB3cD5eF7gH9iJ0k"
+    j = Journal(env.paths.journal_dir)
+    prompt = {"event": "prompt", "session": "s", "turn": "t", "cwd": env.project, "prompt": "why?", "write": env.egg,
+              "root": env.project}
+    if stamp is not None:
+        prompt["redacted"] = stamp
+    j.append("s", "t", prompt)
+    j.append("s", "t", {"event": "tool", "name": "Bash", "id": "c1", "input": {"command": "env"}, "output": "GH=%s\n" % secret})
+    j.append("s", "t", {"event": "stop", "answer": "done", "why": "Stop"})
+    done = settle(j, j.turn_path("s", "t"), Store.open)
+    assert done.committed and done.removed
+    stored = open(env.egg, "rb").read()
+    assert secret.encode() not in stored and b"[redacted: " in stored
