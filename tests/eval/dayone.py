@@ -127,6 +127,10 @@ def read_chat(path: str = CHAT_FILE) -> dict[str, dict]:
     return out
 
 
+class NoScenarios(ValueError):
+    """The data holds no related query with a hand-written follow-up (a tiny or other data set)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Scenario:
     """One related pair on day one: its question, the query's forms, its half, the runs per store size."""
@@ -232,7 +236,7 @@ def run_dayone(swe_path: str, locomo_path: str, cache: str, root: str, *, mode: 
     records, queries = ev.read_swe(swe_path)
     scens = scenarios(queries, records, read_chat(chat_path), sizes, limit)
     if not scens:
-        raise ValueError("no day-one scenario: no related query in %s has a follow-up in %s" % (swe_path, chat_path))
+        raise NoScenarios("no day-one scenario: no related query in %s has a follow-up in %s" % (swe_path, chat_path))
     unrelated = unrelated_prompts(locomo_path)
     by_id = {str(r.get("id")): r for r in records}
     chat = ev.NewChat(root, cache, mode, model, log=lambda m: print("%s: dayone: %s" % (ev.PROG, m), file=sys.stderr, flush=True))

@@ -1299,7 +1299,8 @@ def main(argv: list[str]) -> int:
     cache = a.cache or os.path.join(data_root, "semantic", "vectors")
     files = {"locomo": os.path.join(a.data, LOCOMO_FILE), "swe": os.path.join(a.data, SWE_FILE)}
     files["heldout"] = a.heldout or os.path.join(a.data, "..", "..", "eval-data", HELDOUT_FILE)
-    if a.sets is None:  # all of them; the held-out set only where it was built
+    defaulted = a.sets is None
+    if defaulted:  # all of them; the held-out set only where it was built
         a.sets = list(SETS)
         if not os.path.isfile(files["heldout"]):
             a.sets.remove("heldout")
@@ -1348,8 +1349,13 @@ def main(argv: list[str]) -> int:
             import dayone  # tests/eval is on the path: this script's own directory
 
             with tempfile.TemporaryDirectory(prefix="eggshell-eval-") as tmp:
-                first_day = dayone.run_dayone(files["swe"], files["locomo"], cache, tmp, mode="hybrid" if uses_model else "lexical",
-                                              model=a.model, limit=a.limit)
+                try:
+                    first_day = dayone.run_dayone(files["swe"], files["locomo"], cache, tmp, mode="hybrid" if uses_model else "lexical",
+                                                  model=a.model, limit=a.limit)
+                except dayone.NoScenarios as e:
+                    if not defaulted:
+                        raise
+                    print("%s: %s; dayone skipped" % (PROG, e), file=sys.stderr)
     except (RuntimeError, OSError, ValueError) as e:
         print("%s: %s" % (PROG, e), file=sys.stderr)
         return 1
