@@ -203,9 +203,9 @@ class DayOneRun:
 def write_stores(chat: ev.NewChat, scens: list[Scenario], by_id: dict[str, dict], progress: Callable[[int, int], None]) -> dict[tuple[str, int], str]:
     """Each scenario's stores, one per size, written by the product's writer: (query id, size) -> path."""
     paths: dict[tuple[str, int], str] = {}
-    jobs = [(s, size) for s in scens for size in sorted(s.runs)]
-    for n, (s, size) in enumerate(jobs):
-        name = "dayone-%d-%d" % (scens.index(s), size)
+    jobs = [(i, s, size) for i, s in enumerate(scens) for size in sorted(s.runs)]
+    for n, (i, s, size) in enumerate(jobs):
+        name = "dayone-%d-%d" % (i, size)
         paths[(s.question.id, size)] = chat.write_store(name, [by_id[r] for r in s.runs[size] if r in by_id])
         progress(n + 1, len(jobs))
     return paths

@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "eval"))
 import eggeval as ev  # noqa: E402
+import dayone  # noqa: E402
 from eggshell.search import local
 from eggshell.graph.records import OUTPUT_CAP, RECORD_CAP, searchable_text
 
@@ -357,9 +358,6 @@ def test_main_measures_handoffs(data, capsys):
 
 
 # -- day one (issue 29): small stores, three forms of a query, a choosing and a held-out half -----
-
-import dayone  # noqa: E402  (tests/eval is on the path, above)
-
 
 def _filler(n: int) -> dict:
     return {"kind": "record", "id": "msa:f-%d" % n, "prompt": "gizmo %d widget frobnication" % n, "answer": "patch gizmo/w%d.py" % n,
