@@ -139,6 +139,7 @@ class Scenario:
     forms: dict[str, str]
     half: str
     runs: dict[int, tuple[str, ...]]
+    intent: str = ""  # the follow-up's: change | why | test | where
 
 
 def scenarios(queries: list[dict], records: list[dict], chat: dict[str, dict], sizes: Sequence[int] = SIZES,
@@ -149,7 +150,7 @@ def scenarios(queries: list[dict], records: list[dict], chat: dict[str, dict], s
     halves = split_halves(q.id for q in qs)
     qs = qs[:limit] if limit else qs
     return [Scenario(q, {"full": q.text, "title": title_of(q.text), "chat": chat[q.id]["text"]}, halves[q.id],
-                     store_runs(q, ids, sizes)) for q in qs]
+                     store_runs(q, ids, sizes), chat[q.id].get("intent", "")) for q in qs]
 
 
 def unrelated_prompts(locomo_path: str) -> list[ev.Question]:
@@ -174,12 +175,13 @@ class Asked:
     hit: bool  # related: the prior run's key is in the handoff
     shown: bool  # related: its evidence is shown, not only listed
     gold: bool  # related: the handoff names a gold file
+    intent: str = ""  # related: its follow-up's intent (change | why | test | where)
 
 
-def score_related(q: ev.Question, text: str, keys: frozenset[str], size: int, form: str, half: str) -> Asked:
+def score_related(q: ev.Question, text: str, keys: frozenset[str], size: int, form: str, half: str, intent: str = "") -> Asked:
     """Whether a related question's handoff holds the prior run (any of its keys) and names a gold file."""
     state = ev.linked_state(text, keys) if text else "absent"
-    return Asked(q.id, "related", size, form, half, len(text), state != "absent", state == "shown", bool(ev.named(text, q.gold)))
+    return Asked(q.id, "related", size, form, half, len(text), state != "absent", state == "shown", bool(ev.named(text, q.gold)), intent)
 
 
 def score_unrelated(q: ev.Question, text: str, size: int) -> Asked:
@@ -221,7 +223,7 @@ def ask_all(chat: ev.NewChat, scens: list[Scenario], unrelated: list[ev.Question
             keys = chat.keys_of(s.question.linked or "")
             for form in FORMS:
                 text, _ = chat.ask_in(s.forms[form], (paths[(s.question.id, size)],))
-                out.append(score_related(s.question, text, keys, size, form, s.half))
+                out.append(score_related(s.question, text, keys, size, form, s.half, s.intent))
                 progress(len(out), total)
         for i, q in enumerate(unrelated):
             text, _ = chat.ask_in(q.text, (paths[(scens[i % len(scens)].question.id, size)],))
@@ -289,7 +291,11 @@ def report(run: DayOneRun, sizes: Sequence[int] = SIZES) -> list[str]:
                 row = [_cell(share((a for a in rel if a.size == s and a.form == form and half in ("all", a.half)), pick)) for s in sizes]
                 out.append("| %s | %s | %s |" % (form, half, " | ".join(row)))
         out.append("")
-    out += ["### Unrelated prompts given any handoff (share (n))", "", "| prompts | %s |" % cols, "| --- |" + " ---: |" * len(sizes)]
+    out += ["### Chat follow-ups handed the prior run's key, by intent (both halves)", "", "| intent | %s |" % cols, "| --- |" + " ---: |" * len(sizes)]
+    for intent in sorted({a.intent for a in rel if a.form == "chat"}):
+        row = [_cell(share((a for a in rel if a.size == s and a.form == "chat" and a.intent == intent), lambda a: a.hit)) for s in sizes]
+        out.append("| %s | %s |" % (intent or "-", " | ".join(row)))
+    out += ["", "### Unrelated prompts given any handoff (share (n))", "", "| prompts | %s |" % cols, "| --- |" + " ---: |" * len(sizes)]
     for kind in ("locomo", "code", "all"):
         row = [_cell(share((a for a in unrel if a.size == s and kind in ("all", a.kind)), lambda a: a.chars > 0)) for s in sizes]
         out.append("| %s | %s |" % (kind, " | ".join(row)))

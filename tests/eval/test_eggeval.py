@@ -440,5 +440,6 @@ def test_dayone_run_and_report_on_tiny_data(data, tmp_path):
     assert sum(a.kind != "related" for a in run.asked) == 2 * n_unrel
     out = "\n".join(dayone.report(run, (1, 3)))
     assert "| full | all | 1.000 (1) | 1.000 (1) |" in out and "| code |" in out
+    assert all(a.intent == "change" for a in rel) and "| change |" in out
     with pytest.raises(dayone.NoScenarios):
         dayone.run_dayone(str(swe), str(data / ev.LOCOMO_FILE), str(tmp_path / "cache"), str(tmp_path / "r2"), mode="lexical")
