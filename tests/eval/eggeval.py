@@ -870,17 +870,13 @@ class NewChat:
     def write_store(self, name: str, records: list[dict]) -> str:
         """Save the runs as turns into a store of their own, `name`.egg (a day-one project's whole
         memory), and return its path: a question can then read it alone (ask_in)."""
-        path = os.path.join(self.project, ".eggs", "%s.egg" % name)
-        self._write_into(path, records)
-        return path
-
-    def _write_into(self, path: str, records: list[dict]) -> None:
         from eggshell.paths import private_dir
         from eggshell.graph.records import turn_views
         from eggshell.graph.save import save_turn
         from eggshell.graph.store import Store
         from eggshell.graph.turns import TurnError
 
+        path = os.path.join(self.project, ".eggs", "%s.egg" % name)
         private_dir(os.path.dirname(path))
         st = Store.open(path)
         st.data_root = self.paths.data_root  # written here, as the user's hooks would: their own work (trust.py)
@@ -891,6 +887,7 @@ class NewChat:
                 self._note("run %s not stored: %s" % (rec.get("id"), e))
         st.refresh()
         self.views.update((v.session, v) for v in turn_views(st.graph))
+        return path
 
     def reads(self, drop: Iterable[str] = ()) -> tuple[str, ...]:
         drop = set(drop)
