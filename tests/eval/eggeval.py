@@ -27,6 +27,12 @@ Sets:
                   questions, unrelated) answered by the prompt hook's own code; reports the
                   share naming a gold file of the later fix, size, data share, and how many
                   unrelated questions get a handoff (--limit N: the first N of each)
+  dayone          issue 29's day one (tests/eval/dayone.py): each related pair with a
+                  hand-written chat follow-up (tests/eval/dayone-chat.jsonl) in a store of
+                  its prior run alone, then with 4 and 49 unrelated runs; asked in full, as
+                  its title and as the chat follow-up, plus LoCoMo and off-repository coding
+                  questions at every size; reports the share handed the prior run's key per
+                  size, form and half (choose / held-out) (--limit N: the first N scenarios)
 
 Metrics: Recall@k is the share of a query's relevant candidates in the top k, averaged
 over queries; MRR is the mean of 1/rank of the first relevant candidate within the top 10
@@ -61,7 +67,7 @@ from eggshell.graph.records import OUTPUT_CAP, RECORD_CAP, ToolView, TurnView, c
 from eggshell.graph.turns import normalize_output, work_text
 
 PROG = "eggeval"
-SETS = ("locomo-session", "locomo-turn", "swe", "handoff", "heldout")
+SETS = ("locomo-session", "locomo-turn", "swe", "handoff", "heldout", "dayone")
 HELDOUT_FILE = "heldout.jsonl"
 TOP_K = 10
 MRR_CUTOFF = 10
@@ -694,6 +700,7 @@ class Question:
     gold: tuple[str, ...] = ()  # files the later task's real fix changes
     linked: str | None = None  # the record id of the officially linked prior run
     drop: frozenset[str] = frozenset()  # same_issue records: not in the stores this question reads
+    relevant: tuple[str, ...] = ()  # every stored relevant run (linked is the first)
 
 
 def related_questions(queries: list[dict], records: list[dict]) -> list[Question]:
@@ -705,7 +712,7 @@ def related_questions(queries: list[dict], records: list[dict]) -> list[Question
         if q.get("set") != "related" or not rel or not isinstance(q.get("text"), str):
             continue
         drop = frozenset(r for r in q.get("same_issue") or [] if r in ids) - set(rel)
-        out.append(Question(str(q.get("id")), q["text"], "related", tuple(q.get("gold_files") or ()), rel[0], drop))
+        out.append(Question(str(q.get("id")), q["text"], "related", tuple(q.get("gold_files") or ()), rel[0], drop, tuple(rel)))
     return out
 
 
@@ -860,17 +867,44 @@ class NewChat:
             raise RuntimeError("embedding the stored turns failed: %s" % "; ".join(self.notes[-3:]))
         return len(items)
 
+    def write_store(self, name: str, records: list[dict]) -> str:
+        """Save the runs as turns into a store of their own, `name`.egg (a day-one project's whole
+        memory), and return its path: a question can then read it alone (ask_in)."""
+        from eggshell.paths import private_dir
+        from eggshell.graph.records import turn_views
+        from eggshell.graph.save import save_turn
+        from eggshell.graph.store import Store
+        from eggshell.graph.turns import TurnError
+
+        path = os.path.join(self.project, ".eggs", "%s.egg" % name)
+        private_dir(os.path.dirname(path))
+        st = Store.open(path)
+        st.data_root = self.paths.data_root  # written here, as the user's hooks would: their own work (trust.py)
+        for rec in records:
+            try:
+                save_turn(st, swe_turn(rec, self.project), self.project)
+            except TurnError as e:
+                self._note("run %s not stored: %s" % (rec.get("id"), e))
+        st.refresh()
+        self.views.update((v.session, v) for v in turn_views(st.graph))
+        return path
+
     def reads(self, drop: Iterable[str] = ()) -> tuple[str, ...]:
         drop = set(drop)
         return (self.main, *(p for rid, p in self.alone.items() if rid not in drop))
 
     def ask(self, text: str, drop: Iterable[str] = ()) -> tuple[str, list]:
         """(the handoff, the fused hits) the prompt hook gives a new chat sending `text`."""
+        return self.ask_in(text, self.reads(drop))
+
+    def ask_in(self, text: str, read: Sequence[str]) -> tuple[str, list]:
+        """(the handoff, the fused hits) the prompt hook gives a new chat in a project whose
+        selection reads exactly the stores `read` (the first is the one it writes)."""
         from eggshell.config import Selection
         from eggshell.hosts.codex import HOST as CODEX
         from eggshell.runtime import turnflow
 
-        read = self.reads(drop)
+        read = tuple(read)
         self.asked += 1
         session, turn = "eval-new-chat-%d" % self.asked, "1"
         sel = Selection("work", True, read, read[0], self.cfg.selection().handoff_chars, self.cfg.local_union)
@@ -925,7 +959,7 @@ class Handed:
 _NOT_SHOWN = re.compile(r"^Not shown, over the size budget", re.M)  # handoff._OMIT_HEAD
 
 
-def _linked_state(text: str, keys: frozenset[str]) -> str:
+def linked_state(text: str, keys: frozenset[str]) -> str:
     """Whether a run's work is in the handoff ("shown"), only in its over-budget list ("listed"), or not at all."""
     m = _NOT_SHOWN.search(text)
     shown, listed = (text[: m.start()], text[m.start():]) if m else (text, "")
@@ -941,7 +975,7 @@ def judge(chat: NewChat, q: Question, records: dict[str, dict]) -> Handed:
     rank = next((h.rank for h in hits if h.session == q.linked), None) if q.linked else None
     ceiling = named(record_text(records[q.linked]), q.gold) if q.linked in records else ()
     return Handed(q, text, hits[0].score if hits else None, len(hits), named(text, q.gold), ceiling, rank,
-                  _linked_state(text, chat.keys_of(q.linked)) if q.linked else "", data_share(text) if text else None,
+                  linked_state(text, chat.keys_of(q.linked)) if q.linked else "", data_share(text) if text else None,
                   frame_parts(text) if text else {}, best("semantic"), best("lexical"))
 
 
@@ -1262,13 +1296,14 @@ def main(argv: list[str]) -> int:
     cache = a.cache or os.path.join(data_root, "semantic", "vectors")
     files = {"locomo": os.path.join(a.data, LOCOMO_FILE), "swe": os.path.join(a.data, SWE_FILE)}
     files["heldout"] = a.heldout or os.path.join(a.data, "..", "..", "eval-data", HELDOUT_FILE)
-    if a.sets is None:  # all of them; the held-out set only where it was built
+    defaulted = a.sets is None
+    if defaulted:  # all of them; the held-out set only where it was built
         a.sets = list(SETS)
         if not os.path.isfile(files["heldout"]):
             a.sets.remove("heldout")
             print("%s: no held-out set at %s (build it with tests/eval/convert_heldout.py); skipped" % (PROG, files["heldout"]), file=sys.stderr)
-    need = {"locomo" if s.startswith("locomo") else s for s in a.sets if s != "handoff"}
-    need |= {"locomo", "swe"} if "handoff" in a.sets else set()
+    need = {"locomo" if s.startswith("locomo") else s for s in a.sets if s not in ("handoff", "dayone")}
+    need |= {"locomo", "swe"} if {"handoff", "dayone"} & set(a.sets) else set()
     missing = [files[k] for k in sorted(need) if not os.path.isfile(files[k])]
     if missing:
         print("%s: missing %s (DATA is %s; see its README.md)" % (PROG, ", ".join(missing), a.data), file=sys.stderr)
@@ -1278,6 +1313,7 @@ def main(argv: list[str]) -> int:
     restore = _memoize_terms()
     runs: list[Run] = []
     handed: HandoffRun | None = None
+    first_day = None
     dump = open(a.dump, "w", encoding="utf-8") if a.dump else None
     if a.dump and a.route != "provider":
         p.error("--dump needs --route provider")
@@ -1304,6 +1340,19 @@ def main(argv: list[str]) -> int:
             with tempfile.TemporaryDirectory(prefix="eggshell-eval-") as tmp:
                 handed = run_handoff(files["swe"], files["locomo"], cache, tmp, mode="hybrid" if uses_model else "lexical",
                                      model=a.model, limit=a.limit, dump=dump)
+        if "dayone" in a.sets:
+            import tempfile
+
+            import dayone  # tests/eval is on the path: this script's own directory
+
+            with tempfile.TemporaryDirectory(prefix="eggshell-eval-") as tmp:
+                try:
+                    first_day = dayone.run_dayone(files["swe"], files["locomo"], cache, tmp, mode="hybrid" if uses_model else "lexical",
+                                                  model=a.model, limit=a.limit)
+                except dayone.NoScenarios as e:
+                    if not defaulted:
+                        raise
+                    print("%s: %s; dayone skipped" % (PROG, e), file=sys.stderr)
     except (RuntimeError, OSError, ValueError) as e:
         print("%s: %s" % (PROG, e), file=sys.stderr)
         return 1
@@ -1326,7 +1375,12 @@ def main(argv: list[str]) -> int:
         "cache": cache if uses_model else "unused",
         "wall time": "%.0f s" % (time.time() - started),
     }
-    sys.stdout.write(report(runs, a.modes, a.threshold, a.sweep if uses_model else (), header, handed))
+    text = report(runs, a.modes, a.threshold, a.sweep if uses_model else (), header, handed)
+    if first_day is not None:
+        import dayone
+
+        text += "\n".join(dayone.report(first_day)) + "\n"
+    sys.stdout.write(text)
     return 0
 
 

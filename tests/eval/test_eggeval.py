@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "eval"))
 import eggeval as ev  # noqa: E402
+import dayone  # noqa: E402
 from eggshell.search import local
 from eggshell.graph.records import OUTPUT_CAP, RECORD_CAP, searchable_text
 
@@ -354,3 +355,91 @@ def test_main_measures_handoffs(data, capsys):
     assert "## Recall and MRR" not in out
     assert "| handoff names a gold file | 1.000 | ≥ 0.60 | met |" in out
     assert "| ceiling: the linked prior run names one | 1.000 | | |" in out
+
+
+# -- day one (issue 29): small stores, three forms of a query, a choosing and a held-out half -----
+
+def _filler(n: int) -> dict:
+    return {"kind": "record", "id": "msa:f-%d" % n, "prompt": "gizmo %d widget frobnication" % n, "answer": "patch gizmo/w%d.py" % n,
+            "tools": [{"name": "Bash", "input": {"command": "cat gizmo/w%d.py" % n}, "output": "def frob(): return %d" % n}], "meta": {}}
+
+
+FILLERS = [_filler(n) for n in range(60)]
+DAY_Q = ev.Question("related:fees", FEES_Q.text, "related", ("billing/fees.py",), "msa:a-1", frozenset({"msa:c-3"}), ("msa:a-1",))
+
+
+def test_dayone_stores_hold_the_prior_run_then_nested_deterministic_fillers():
+    ids = [r["id"] for r in RUNS] + [r["id"] for r in FILLERS] + ["msa:c-3", "msa:fees"]
+    runs = dayone.store_runs(DAY_Q, ids)
+    assert {s: len(r) for s, r in runs.items()} == {1: 1, 5: 5, 50: 50}
+    assert all(r[0] == "msa:a-1" for r in runs.values())
+    assert runs[50][:5] == runs[5] and len(set(runs[50])) == 50
+    # never the relevant run again, a same_issue run, or the later task's own run
+    assert not {"msa:c-3", "msa:fees"} & set(runs[50]) and runs[50].count("msa:a-1") == 1
+    assert dayone.store_runs(DAY_Q, list(reversed(ids))) == runs  # file order does not matter
+    other = dayone.store_runs(ev.Question("related:other", "t", "related", (), "msa:a-1"), ids)
+    assert other[50] != runs[50]  # each query draws its own
+
+
+def test_dayone_halves_split_deterministically_whatever_the_order():
+    ids = ["related:q%d" % n for n in range(45)]
+    halves = dayone.split_halves(ids)
+    assert halves == dayone.split_halves(reversed(ids))
+    assert sorted(halves.values()).count("choose") == 23 and sorted(halves.values()).count("held-out") == 22
+    assert dayone.split_halves(ids[:2]) != {} and set(dayone.split_halves(["a"]).values()) == {"choose"}
+    assert not all(halves[i] == "choose" for i in ids[:23])  # not by file order
+
+
+def test_dayone_title_is_the_first_line_or_its_first_sentence():
+    assert dayone.title_of("\n  Late fee is wrong  \nbody text") == "Late fee is wrong"
+    long = "The late fee is wrong. " + "x" * 300
+    assert dayone.title_of(long) == "The late fee is wrong."
+    assert len(dayone.title_of("y" * 500)) == dayone.TITLE_CHARS
+
+
+def test_the_chat_follow_ups_are_many_varied_and_cover_every_intent():
+    rows = dayone.read_chat()
+    assert len(rows) >= 40 and all(r["id"].startswith("related:") for r in rows.values())
+    assert {r["intent"] for r in rows.values()} == {"change", "why", "test", "where"}
+    assert all(len(r["text"].split()) <= 25 for r in rows.values())  # short, as typed in a chat
+    assert len({r["text"] for r in rows.values()}) == len(rows)
+
+
+def test_dayone_scores_a_handoff_hit_and_miss_through_the_prompt_hook(tmp_path):
+    c = ev.NewChat(str(tmp_path / "m"), str(tmp_path / "cache"), "lexical")
+    try:
+        one = c.write_store("one", [RUNS[0]])
+        keys = c.keys_of("msa:a-1")
+        text, _ = c.ask_in(FEES_Q.text, (one,))
+        hit = dayone.score_related(DAY_Q, text, keys, 1, "full", "choose")
+        assert hit.hit and hit.shown and hit.gold and hit.chars == len(text) > 0
+        text, _ = c.ask_in(UNRELATED_Q.text, (one,))
+        assert text == "" and dayone.score_unrelated(UNRELATED_Q, text, 1).chars == 0
+        miss = dayone.score_related(DAY_Q, "", keys, 1, "chat", "held-out")
+        assert not (miss.hit or miss.shown or miss.gold)
+        other = dayone.score_related(DAY_Q, "EGGSHELL PRIOR WORK\nsome other run's work in billing/fees.py\n", keys, 1, "chat", "choose")
+        assert not other.hit and other.gold  # a gold file named by another run is not the prior run
+    finally:
+        c.close()
+
+
+def test_dayone_run_and_report_on_tiny_data(data, tmp_path):
+    lines = RUNS + FILLERS + [{"kind": "query", "id": "related:fees", "set": "related", "text": FEES_Q.text, "relevant": ["msa:a-1"],
+                               "gold_files": ["billing/fees.py"]}]
+    swe = tmp_path / "swe.jsonl"
+    swe.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    follow = tmp_path / "chat.jsonl"
+    follow.write_text(json.dumps({"id": "related:fees", "intent": "change", "text": "what if the late fee were higher?"}) + "\n")
+    run = dayone.run_dayone(str(swe), str(data / ev.LOCOMO_FILE), str(tmp_path / "cache"), str(tmp_path / "root"), mode="lexical",
+                            chat_path=str(follow), sizes=(1, 3))
+    assert run.scenarios == 1 and run.stores == 2
+    rel = [a for a in run.asked if a.kind == "related"]
+    assert sorted((a.size, a.form) for a in rel) == sorted((s, f) for s in (1, 3) for f in dayone.FORMS)
+    assert all(a.hit for a in rel if a.form == "full")
+    n_unrel = len(ev.unrelated_questions(str(data / ev.LOCOMO_FILE))) + len(dayone.CODE_QUESTIONS)
+    assert sum(a.kind != "related" for a in run.asked) == 2 * n_unrel
+    out = "\n".join(dayone.report(run, (1, 3)))
+    assert "| full | all | 1.000 (1) | 1.000 (1) |" in out and "| code |" in out
+    assert all(a.intent == "change" for a in rel) and "| change |" in out
+    with pytest.raises(dayone.NoScenarios):
+        dayone.run_dayone(str(swe), str(data / ev.LOCOMO_FILE), str(tmp_path / "cache"), str(tmp_path / "r2"), mode="lexical")
