@@ -217,7 +217,54 @@ def private_dir(path: str) -> str:
     return path
 
 
-MAX_LINKS = 40  # as the kernel's ELOOP: a loop of links ends the walk
+MAX_LINKS = 40  # the links one lookup may follow (Linux's limit; past it the kernel says ELOOP)
+
+
+def walk(start: str, name: str) -> tuple[str, list] | None:
+    """(real path, [(link, target), ...]) of `name` resolved from the real directory `start`,
+    one lstat a component as os.path.realpath does: the one walk of links Eggshell has. A read's
+    fingerprint records the links it met (a retargeted link is a changed input: reuse/fingerprint.py),
+    and foreign_link checks whose they are before anything is written under a path.
+
+    `name` may be absolute (then `start` is not used). The links come in the order they were
+    followed, each as its own path (its real parent joined with its name) and its target as
+    readlink gives it. Like os.path.realpath (not strict), the rest of the path past a
+    component that does not exist is joined as written, so an absent file or a dangling link's
+    target still has the real path it would be created at. None: a loop, or more than
+    MAX_LINKS links, or a link that cannot be read (it changed while it was read).
+    """
+    done = "/" if name.startswith("/") else start
+    todo = [c for c in reversed(name.split("/")) if c not in ("", ".")]
+    met: list = []
+    missing = False
+    while todo:
+        c = todo.pop()
+        if c in ("", "."):
+            continue
+        if c == "..":
+            done = os.path.dirname(done)
+            continue
+        path = os.path.join(done, c)
+        if not missing:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                missing = True
+            else:
+                if stat.S_ISLNK(st.st_mode):
+                    if len(met) >= MAX_LINKS:
+                        return None
+                    try:
+                        target = os.readlink(path)
+                    except OSError:
+                        return None
+                    met.append((path, target))
+                    if target.startswith("/"):
+                        done = "/"
+                    todo.extend(reversed(target.split("/")))
+                    continue
+        done = path
+    return done, met
 
 
 def foreign_link(path: str) -> str | None:
@@ -229,42 +276,21 @@ def foreign_link(path: str) -> str | None:
     directory, the stores. Whoever owns a link can point it anywhere, at any time: a data
     root reached through another user's link would have Eggshell fill (and chmod) a
     directory of their choosing. A link of yours or root's (/tmp -> /private/tmp, your own
-    ~/data -> /big/disk/data) is followed. The path is resolved one component at a time, as
-    the kernel does, one lstat each (hooks call this at every event); a missing component
-    ends the walk, since Eggshell makes the rest itself (private_dir).
+    ~/data -> /big/disk/data) is followed. The path is resolved by `walk`, one lstat a
+    component (hooks call this at every event), and each link it met is checked for its owner;
+    a loop is left for the open to refuse (ELOOP).
     """
+    got = walk(os.sep, os.path.abspath(path))
     me = os.geteuid()
-    todo = os.path.abspath(path).split(os.sep)[::-1]
-    cur, hops = os.sep, 0
-    while todo:
-        name = todo.pop()
-        if name in ("", "."):
-            continue
-        if name == "..":
-            cur = os.path.dirname(cur)
-            continue
-        p = os.path.join(cur, name)
+    for link, target in got[1] if got is not None else ():
         try:
-            st = os.lstat(p)
+            owner = os.lstat(link).st_uid
         except OSError:
-            return None
-        if not stat.S_ISLNK(st.st_mode):
-            cur = p
-            continue
-        try:
-            target = os.readlink(p)
-        except OSError:
-            return None
-        if st.st_uid not in (me, 0):
+            continue  # gone meanwhile: the open that follows finds out
+        if owner not in (me, 0):
             return ("%s: refused: it is a symbolic link owned by %s, not by you or root, so its owner can point it "
                     "anywhere (it points to %s). Eggshell writes only through links of yours or root's: remove it "
-                    "(`rm %s`) and use a directory of yours" % (p, _user(st.st_uid), target, p))
-        hops += 1
-        if hops > MAX_LINKS:
-            return None  # a loop: opening it fails (ELOOP) and says so
-        if os.path.isabs(target):
-            cur = os.sep
-        todo.extend(target.split(os.sep)[::-1])
+                    "(`rm %s`) and use a directory of yours" % (link, _user(owner), target, link))
     return None
 
 

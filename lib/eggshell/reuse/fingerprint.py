@@ -15,7 +15,7 @@ answer into a standing.Standing):
 - a named path that does not exist (`cat src/new.py` failed): that it is absent;
 - the way to any of these when it is not plain (a symbolic link on it, anywhere: the named
   file, a parent component, a chain; or a `..`): the path as named and a keyed digest of the
-  links followed and their targets (links.py). A retargeted link is a changed input, even to
+  links followed and their targets (paths.walk). A retargeted link is a changed input, even to
   a file with the same bytes: the read now reads another file;
 - the repository HEAD, and for `git` commands HEAD as an input of its own; the other refs a
   git read names (`git log main`, `a..b`, `other:path`), and for `git status` the branch's
@@ -47,7 +47,7 @@ import hashlib
 import os
 import stat as _stat
 
-from eggshell.reuse import links
+from eggshell.paths import walk as walk_links
 from eggshell.reuse.gitfiles import (PACKED_CAP, Index, find_git, is_abbrev, read_head, read_regular, read_text, resolve,
                                      rev_names, upstream)
 
@@ -686,7 +686,7 @@ def _observe_path(probe: Probe, path: str, mode: str, now: int, where: tuple) ->
     """One input's entries: its way when it is not plain (["l", ...]), then ["f", ...], ["d", ...],
     ["a", rel] or ["u", what, why]; []: not an input (absent outside the project)."""
     named = _named(probe.root, path, where)
-    got = links.walk(probe.root, named) if named is not None else links.walk("/", path)
+    got = walk_links(probe.root, named) if named is not None else walk_links("/", path)
     if got is None:
         return [["u", named or "", "a loop of links"]]
     real, met = got
@@ -929,7 +929,7 @@ def _check_way(probe: Probe, e: list, key_ok: bool) -> str:
     _, named, rel, way = e[:4]
     if not isinstance(named, str) or named.startswith("/") or way is None or not key_ok:
         return UNKNOWN
-    got = links.walk(probe.root, named)
+    got = walk_links(probe.root, named)
     if got is None:
         return CHANGED  # a loop now: it led somewhere when it was recorded
     if inside(probe.root, got[0]) != rel or _way_id(probe, got[1]) != way:

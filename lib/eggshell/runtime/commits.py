@@ -38,9 +38,13 @@ class Settled:
     index: tuple[dict, ...] = ()  # what became searchable (for the provider's index)
 
 
+def _prompt(events: list[dict]) -> dict | None:
+    return next((e for e in events if e.get("event") == "prompt"), None)
+
+
 def target(events: list[dict]) -> tuple[str | None, str | None, bool]:
     """(write egg, project root, whether the prompt named them) from a turn's prompt event."""
-    prompt = next((e for e in events if e.get("event") == "prompt"), None)
+    prompt = _prompt(events)
     if prompt is None or "write" not in prompt:
         return None, None, False
     w, r = prompt.get("write"), prompt.get("root")
@@ -52,7 +56,7 @@ def captured(events: list[dict]) -> bool:
     event names redact.scheme): then saving it redacts nothing more, and skips the pass."""
     from eggshell.core.redact import scheme
 
-    prompt = next((e for e in events if e.get("event") == "prompt"), None)
+    prompt = _prompt(events)
     return prompt is not None and prompt.get("redacted") == scheme()
 
 

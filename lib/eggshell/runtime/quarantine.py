@@ -20,14 +20,13 @@ and leaves the rest, saying why; `egg doctor` counts both kinds.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from dataclasses import dataclass
 
 import ujson
 
 from eggshell.graph.events import OUTPUT_CHARS
-from eggshell.log import append_whole
+from eggshell.log import append_whole, utc_now
 from eggshell.paths import private_dir
 
 FILE = os.path.join("quarantine", "events.ndjson")
@@ -57,19 +56,22 @@ def cut(text: str) -> str:
     return text[:at] + "\n[quarantined payload truncated by Eggshell at %d of %d characters]" % (at, len(text))
 
 
+def _json_line(rec: dict) -> bytes:
+    """One record as a line; a lone surrogate is escaped, so the line stays exact and valid UTF-8."""
+    try:
+        return (ujson.dumps(rec, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (ujson.dumps(rec, ensure_ascii=True, escape_forward_slashes=False) + "\n").encode("ascii")
+
+
 def add(data_root: str, session: object, turn: object, event: object, why: str, payload: str) -> str:
     """Append one quarantined event (fsynced); returns the file's path. Raises OSError."""
-    rec = {"time": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "session": session,
-           "turn": turn, "event": event, "why": why, "payload": payload}
-    try:
-        line = (ujson.dumps(rec, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: escaped, so the line stays exact and valid UTF-8
-        line = (ujson.dumps(rec, ensure_ascii=True, escape_forward_slashes=False) + "\n").encode("ascii")
+    rec = {"time": utc_now(), "session": session, "turn": turn, "event": event, "why": why, "payload": payload}
     p = path(data_root)
     private_dir(os.path.dirname(p))
     fd = os.open(p, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
-        append_whole(fd, line, p)
+        append_whole(fd, _json_line(rec), p)
     finally:
         os.close(fd)
     return p
@@ -77,13 +79,6 @@ def add(data_root: str, session: object, turn: object, event: object, why: str, 
 
 def turns_dir(data_root: str) -> str:
     return os.path.join(data_root, TURNS)
-
-
-def _json_line(rec: dict) -> bytes:
-    try:
-        return (ujson.dumps(rec, ensure_ascii=False, escape_forward_slashes=False) + "\n").encode("utf-8")
-    except UnicodeEncodeError:
-        return (ujson.dumps(rec, ensure_ascii=True, escape_forward_slashes=False) + "\n").encode("ascii")
 
 
 def keep_turn(data_root: str, journal_file: str, session: object, turn: object, store: object, why: str) -> str:
@@ -99,8 +94,7 @@ def keep_turn(data_root: str, journal_file: str, session: object, turn: object, 
     while os.path.lexists(os.path.join(d, name + ".ndjson")):
         n += 1
         name = "%s.%d" % (base, n)
-    rec = {"time": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "session": session, "turn": turn,
-           "store": store, "why": why}
+    rec = {"time": utc_now(), "session": session, "turn": turn, "store": store, "why": why}
     why_path = os.path.join(d, name + ".why")
     fd = os.open(why_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:

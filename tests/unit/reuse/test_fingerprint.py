@@ -18,7 +18,7 @@ from hypothesis import given, strategies as st
 
 from eggshell.reuse import commands
 from eggshell.reuse import fingerprint as fpm
-from eggshell.reuse import links
+from eggshell.paths import walk
 from eggshell.reuse.fingerprint import CHANGED, UNKNOWN, VERIFIED, Budget, Probe, check, needs, observe
 
 
@@ -183,7 +183,7 @@ def retarget(path, target) -> None:
                                   "dir.lnk/../b.txt", "v1/../dir.lnk/./n.txt", "dangling.lnk", "gone/x/../y", "out.lnk", ".."])
 def test_the_walk_leads_where_realpath_does(tmp_path, name):
     linked_tree(tmp_path)
-    real, met = links.walk(str(tmp_path), name)
+    real, met = walk(str(tmp_path), name)
     assert real == os.path.realpath(os.path.join(tmp_path, name))
     assert [os.path.basename(p) for p, _ in met] == [c for c in ("chain.lnk", "file.lnk", "abs.lnk", "dir.lnk", "up.lnk", "dangling.lnk",
                                                                   "out.lnk") if c in name or (c == "file.lnk" and "chain" in name)]
@@ -191,7 +191,7 @@ def test_the_walk_leads_where_realpath_does(tmp_path, name):
 
 def test_the_walk_stops_at_a_loop(tmp_path):
     linked_tree(tmp_path)
-    assert links.walk(str(tmp_path), "loop1.lnk") is None
+    assert walk(str(tmp_path), "loop1.lnk") is None
 
 
 def test_only_a_way_that_is_not_plain_is_recorded(tmp_path):
