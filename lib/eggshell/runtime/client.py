@@ -170,16 +170,29 @@ def peer(s: socket.socket) -> tuple[int, int]:
 def stopped(pid: int) -> bool:
     """The process is stopped (SIGSTOP: `T`; held by a debugger: `t`), not just passing through
     a tracer: a process run under strace is in state `t` at every traced syscall, often most
-    of the time, so one look cannot tell. `T` must hold for 4 looks over 15 ms, `t` for 20
-    looks over 100 ms."""
+    of the time, and on a loaded machine the tracer itself may wait its turn for longer than
+    any number of looks. So the state must hold for 4 looks over 15 ms (`T`) or 20 over 100 ms
+    (`t`), and the process must not have run meanwhile: its context switches did not move."""
     state = proc_state(pid)
+    ran = switches(pid)
     looks, apart = (4, 0.005) if state == "T" else (20, 0.005)
     for i in range(looks):
         if state not in STOPPED:
             return False
         time.sleep(apart)
         state = proc_state(pid)
-    return state in STOPPED
+    return state in STOPPED and switches(pid) == ran
+
+
+def switches(pid: int) -> int | None:
+    """How many times the process's main thread was switched in or out (None if unknown): a
+    stopped process does not move it, a traced one moves it at every syscall it makes."""
+    try:
+        with open("/proc/%d/status" % pid, "rb") as f:
+            fields = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)
+        return int(fields[b"voluntary_ctxt_switches"]) + int(fields[b"nonvoluntary_ctxt_switches"])
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 def proc_state(pid: int) -> str | None:

@@ -649,19 +649,26 @@ def test_a_traced_process_is_not_taken_for_stopped_but_a_sigstopped_one_is():
     /proc said "stopped", and hooks (and `egg-manager stop`) gave up on a manager that ran."""
     import shutil
 
-    busy = "import os, time\nwhile True:\n    os.stat('/')\n"
+    busy = "import os, signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\nwhile True:\n    os.stat('/')\n"
     strace = shutil.which("strace")
     assert strace, "strace is installed by .ci/run"
     # its own process group, so the tracer and its busy tracee are ended together: a tracee left
     # behind spins on a core for good (two such loops slowed a whole CI run and its benchmarks)
-    traced = subprocess.Popen([strace, "-f", "-qq", "-o", os.devnull, sys.executable, "-c", busy], start_new_session=True)
+    traced = subprocess.Popen([strace, "-f", "-qq", "-o", os.devnull, sys.executable, "-c", busy], process_group=0)
     plain = subprocess.Popen([sys.executable, "-c", "import time\ntime.sleep(60)\n"])
     child = None
     try:
-        assert wait_for(lambda: [c for c in _children(traced.pid)], WAIT)
-        child = _children(traced.pid)[0]
+        # the tracee once it runs Python, not strace's fork before its exec
+        assert wait_for(lambda: [c for c in _children(traced.pid) if _runs_python(c)], WAIT)
+        child = [c for c in _children(traced.pid) if _runs_python(c)][0]
         seen = {client.proc_state(child) for _ in range(2000)}  # often holds "t": one look could say "stopped"
         assert not any(client.stopped(child) for _ in range(20)), seen  # several looks do not
+        # the tracer stopped: its tracee is held in `t` and runs no more, as under a debugger (the
+        # tracee ignores SIGHUP, which the kernel sends when a stop orphans their process group)
+        os.kill(traced.pid, signal.SIGSTOP)
+        assert wait_for(lambda: client.stopped(child), WAIT), client.proc_state(child)
+        os.kill(traced.pid, signal.SIGCONT)
+        assert wait_for(lambda: not client.stopped(child), WAIT)
         plain.send_signal(signal.SIGSTOP)
         assert wait_for(lambda: client.proc_state(plain.pid) == "T", WAIT)
         assert client.stopped(plain.pid)
@@ -675,6 +682,14 @@ def test_a_traced_process_is_not_taken_for_stopped_but_a_sigstopped_one_is():
             p.wait()
         if child is not None:
             assert wait_for(lambda: not os.path.exists("/proc/%d" % child) or client.proc_state(child) == "Z", WAIT), "the tracee outlived the test"
+
+
+def _runs_python(pid: int) -> bool:
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().startswith(sys.executable.encode())
+    except OSError:
+        return False
 
 
 def _children(pid: int) -> list[int]:
