@@ -39,7 +39,7 @@ export PYTHONPATH := $(CURDIR)/lib$(if $(PYTHONPATH),:$(PYTHONPATH))
 # Both suites run in a network namespace with only loopback (tests/offline.sh; needs root).
 OFFLINE := $(CURDIR)/tests/offline.sh
 
-.PHONY: help install test test-tools py-tools wheels npm-tools pytest bats bench eval lint lock
+.PHONY: help install test test-tools py-tools wheels npm-tools pytest bats bench eval lint lock background
 
 help:
 	@echo "make targets:"
@@ -53,6 +53,7 @@ help:
 	@echo "  pytest      only the Python tests        bats  only the bats tests"
 	@echo "  bench       run every tests/bench/bench_*.py with the venv's Python"
 	@echo "  eval        retrieval quality and the handoff a new chat gets, on public sets: python tests/eval/eggeval.py DATA (DATA=$(DATA))"
+	@echo "  background  embed search/background.jsonl with the default model into search/background.npz (after changing either)"
 	@echo "  lint        shellcheck bin/* install.sh .ci/run tests/offline.sh (the locked shellcheck)"
 	@echo "variables: EGGSHELL_PREFIX (now $(PREFIX)), EGGSHELL_DEV_CACHE (now $(DEV_CACHE)), DATA,"
 	@echo "           PYTEST_JOBS (now $(PYTEST_JOBS)), PYTEST_ARGS (now $(PYTEST_ARGS))"
@@ -155,6 +156,9 @@ bats: test-tools
 
 lock: $(PY)
 	$(PY) .ci/lock.py $(LOCK)
+
+background: $(PY)
+	PYTHONPATH=lib $(PY) .ci/background.py
 
 bench: $(PY)
 	@set -- tests/bench/bench_*.py; \

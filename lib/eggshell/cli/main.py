@@ -556,6 +556,7 @@ def cmd_index(a, paths: Paths) -> int:
                         lambda m: say("egg index: %s" % m, err=True))
     bar = _Progress("embedding")
     n = provider.index(items, bar)
+    provider.index_background(bar)  # what prompts are calibrated against: embedded once per model
     bar.done()
     index = provider._index()
     cache = index.cache

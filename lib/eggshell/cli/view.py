@@ -39,7 +39,7 @@ OPEN_WAIT_S = 3  # how long `--open` waits to hear whether the opener failed
 # str.replace: str.translate takes seconds on the 10 MB of a 10,000-turn store.)
 _ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("/", "\\/"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_RETRIEVED = re.compile(r"^retrieved (\S+)\s+rank (\d+)\s+score (\S+)\s+\((.*)\)$")
+_RETRIEVED = re.compile(r"^retrieved (\S+)\s+rank (\d+)\s+score (\S+)\s+\((.*?)\)(?:\s\s(.*))?$")  # then the relevance verdict
 
 
 class ViewError(CliError):
@@ -118,7 +118,7 @@ def reason_lines(reason: str) -> tuple[list[dict], list[str]]:
     for line in reason.split("\n"):
         m = _RETRIEVED.match(line.strip())
         if m:
-            ranked.append({"key": m.group(1), "rank": int(m.group(2)), "score": m.group(3), "store": m.group(4)})
+            ranked.append({"key": m.group(1), "rank": int(m.group(2)), "score": m.group(3), "store": m.group(4), "verdict": m.group(5) or ""})
         elif line.strip():
             rest.append(line)
     return ranked, rest

@@ -181,6 +181,7 @@ class Inquiry:
     enforce: bool = False
     local_union: bool = True
     evidence: str | None = None
+    considered: tuple = ()  # relevance.Judged: every candidate turn of a prompt and its verdict (`egg why`)
 
 
 def handoff(ws: Workspace, q: Inquiry, *, standing=None, log: Callable[[str], None] = lambda m: None,
@@ -219,6 +220,7 @@ def inquiry_from_hits(message: dict, searcher: Searcher, budget: int, *, local_u
     """
     from eggshell.graph.records import command_of
     from eggshell.reuse.intrinsic import canonical_tool_work
+    from eggshell.reuse.relevance import judge
     from eggshell.reuse.render import nominate
 
     q = message["query"] if isinstance(message["query"], dict) else {"text": message["query"]}
@@ -229,10 +231,22 @@ def inquiry_from_hits(message: dict, searcher: Searcher, budget: int, *, local_u
         work = canonical_tool_work(tool["name"], tool.get("input"))
         return Inquiry(work, command_of(work), (), budget, chat, delivered, compacted, enforce=True, local_union=local_union)
     turn = q.get("turn")
-    hits = [h for h in message.get("hits", ()) if chat is None or h.get("session") != chat or h.get("turn") != turn]
+    hits = [h for h in (*message.get("hits", ()), *message.get("candidates", ()))
+            if isinstance(h, dict) and (chat is None or h.get("session") != chat or h.get("turn") != turn)]
     searcher._refresh()
-    retrieved = nominate(q["text"], [(searcher.by_id[h["id"]], h.get("semantic")) for h in hits if h["id"] in searcher.by_id])
-    return Inquiry(q["text"], q["text"], tuple(retrieved), budget, chat, delivered, compacted, local_union=local_union)
+    from eggshell.search.background import Calibration
+
+    judged = judge(q["text"], [(searcher.by_id[h["id"]], h) for h in hits if h.get("id") in searcher.by_id],
+                   Calibration.of(message.get("calibration")))
+    retrieved = nominate(q["text"], judged, most=_top_k(message))
+    return Inquiry(q["text"], q["text"], tuple(retrieved), budget, chat, delivered, compacted, local_union=local_union,
+                   considered=tuple(judged))
+
+
+def _top_k(message: dict) -> int | None:
+    """How many turns a hits message may have handed over (None: as many as it holds)."""
+    k = message.get("top_k")
+    return k if type(k) is int and k > 0 else None
 
 
 def extract(searcher: Searcher, message: dict, budget: int = DEFAULT_BUDGET, standing=None) -> PlanHandoff:

@@ -18,24 +18,18 @@ from dataclasses import dataclass
 
 from eggshell.core.identity import display_key
 from eggshell.core.printable import one_line
-from eggshell.graph.records import TurnView, command_of, searchable_text
+from eggshell.graph.records import TurnView, command_of
+from eggshell.reuse.relevance import PROMPT_FLOOR as _PROMPT_FLOOR, RELEVANCE_CHARS
 from eggshell.search.terms import terms
 
 DEFAULT_BUDGET = 8000
 TOOLS_PER_TURN = 3
 PREVIEW = 80  # characters of recorded text on a line of the "not shown" list
 ADVISORY_OWNERS = 4  # advice (not completed work) handed over per inquiry: the budget is a ceiling, not a target
-# A request's advice must be relevant enough (`relevance`): share an identifier, path or version
-# with the request, or hold this share of its terms. Measured on the dev sets (docs/benchmarks.md):
-# of 40 LoCoMo questions asked of the 500 swe runs, 3 get a handoff (38 without a floor; 7 at 0.5,
-# 0 at 0.75, which also drops a deploy question's own `cat deploy/part-0.env`, 3 of its 5 terms).
-PROMPT_FLOOR = 0.6
-# A ranked turn is handed over for a request when the model's cosine is at least this (or its
-# words clear PROMPT_FLOOR). Chosen on the even half of the swe related queries; the odd half
-# and the 40 LoCoMo questions were left for the report (docs/benchmarks.md). 0.43, a prior
-# "run the frontend unit tests" for "configure the kubernetes tests cluster", stays out.
-SEMANTIC_FLOOR = 0.5
-RELEVANCE_CHARS = 20000  # characters of a prior item read for its relevance
+# A request's advice that retrieval did not nominate must be relevant enough (`relevance`):
+# share an identifier, path or version with the request, or hold this share of its terms
+# (the relevance decision's words check, reuse/relevance.py).
+PROMPT_FLOOR = _PROMPT_FLOOR
 
 # -- the frame: quoted data and Eggshell's own lines ---------------------------------------
 
@@ -251,20 +245,18 @@ def relevant_tools(view: TurnView, request: str, limit: int = TOOLS_PER_TURN) ->
     return [t for _, _, t in scored[:limit]]
 
 
-def nominate(request: str, hits) -> list[str]:
+def nominate(request: str, judged, most: int | None = None) -> list[str]:
     """What retrieval puts before the reuse engine for a request, most worth handing over first:
-    each ranked turn that bears on it (the turn's request and answer), and its `relevant_tools`.
+    each candidate turn that bears on it (the turn's request and answer), and its `relevant_tools`.
 
-    `hits`: (TurnView, its cosine or None) in rank order (query.Hit.semantic). A turn bears on
-    the request when its cosine is at least SEMANTIC_FLOOR, or when its text clears PROMPT_FLOOR
-    (`relevance`). Fused ranks cannot say this: every query's best hit ranks first, however
-    unrelated. The order runs along diagonals, a turn's n-th item beside the next turn's
-    (n-1)-th: the best turn's best call comes before the second turn's calls, and the second
-    turn's request and answer before the best turn's third call.
+    `judged`: the candidates in the hits message's order, each with the relevance decision's
+    verdict (reuse/relevance.judge); `most`: how many turns at most (the search's top_k).
+    Fused ranks cannot say whether a turn bears on the request, since every query's best hit
+    ranks first, however unrelated; the decision can. The order runs along diagonals, a turn's
+    n-th item beside the next turn's (n-1)-th: the best turn's best call comes before the second
+    turn's calls, and the second turn's request and answer before the best turn's third call.
     """
-    q = list(dict.fromkeys(terms(request)))
-    bearing = [v for v, semantic in hits
-               if (semantic is not None and semantic >= SEMANTIC_FLOOR) or relevance(q, searchable_text(v)) >= PROMPT_FLOOR]
+    bearing = [j.view for j in judged if j.verdict.bears][:most]
     ranked = [(r + d, r, i) for r, v in enumerate(bearing) for d, i in enumerate([v.id, *(t.id for t in relevant_tools(v, request))])]
     return [i for _, _, i in sorted(ranked)]
 

@@ -452,8 +452,7 @@ def answer(payload: dict, st: Step, paths: Paths, res, effects: list | None = No
         message = {"query": {"text": inquiry_of(_need_str(payload, "prompt")), "chat": st.session, "turn": st.turn}}
         found = hits_message(searcher, message, cfg.top_k, cfg.min_coverage)
         q = inquiry_from_hits(found, searcher, budget, local_union=local_union)
-        hits = [x for x in found["hits"] if x["session"] != st.session or x["turn"] != st.turn]
-        h = _reuse(paths, res, read, q, effects, hits=hits, standing=_judge(paths, res, journal, st, None))
+        h = _reuse(paths, res, read, q, effects, hits=q.considered, standing=_judge(paths, res, journal, st, None))
         return _context(h.text)
     return {}
 
@@ -653,7 +652,8 @@ def _reuse(paths: Paths, res, read: tuple[str, ...], q, effects: list | None, *,
         h = handoff(ws, q, log=_log(paths, "reuse"), standing=standing)
     if h.delivered and effects is not None:
         effects.append(lambda keys=h.delivered: chat.add(keys))
-    if h.text and effects is not None:
+    # a prompt's outcome is remembered handed or not, so `egg why` explains a miss too
+    if effects is not None and (h.text or call is None):
         effects.append(lambda: _remember(paths, session, h, hits, None if call is None else "%s %s" % (call, q.shown)))
     return h
 
@@ -688,9 +688,24 @@ def _call_reason(h, call: str) -> str:
     return "%s: prior work added (%s)" % (call, keys)
 
 
-def _reason(h, hits=()) -> str:
-    """Why this handoff: the turns retrieval ranked (with fused scores) and what the engine showed."""
-    lines = ["retrieved %s  rank %d  score %.3f  (%s)" % (x["key"], x["rank"], x["score"], os.path.basename(x["store"])) for x in hits]
+def _reason(h, considered=()) -> str:
+    """Why this handoff: each candidate turn (ranked, with its fused score, or weighed beside the
+    ranking), whether the relevance decision let it through and on which check, or every check
+    it failed and by how much; then what the engine showed. So a user can tell "nothing relevant"
+    from "held back", and by what."""
+    lines = []
+    for j in considered:
+        x = j.hit
+        store = os.path.basename(x["store"])
+        head = ("retrieved %s  rank %d  score %.3f  (%s)" % (x["key"], x["rank"], x["score"], store) if x.get("via", "ranked") == "ranked"
+                else "weighed %s  %s%s  (%s)" % (x["key"], x.get("via"), ", cosine %.3f" % x["semantic"] if isinstance(x.get("semantic"), float) else "", store))
+        if j.verdict.bears:
+            lines.append("%s  bears on the prompt: %s" % (head, j.verdict.check))
+        else:
+            lines.append("%s  held back, no check passed:" % head)
+            lines += ["    %s" % m for m in j.verdict.missing()]
+    if not considered and not h.text:
+        lines.append("no prior turn came near the last prompt: nothing ranked, nothing weighed")
     lines += ["evidence  %s  shown in full" % k for k in dict.fromkeys(h.keys)]
     lines += ["evidence  %s  listed only (over the budget; egg show reads it)" % k for k in dict.fromkeys(h.omitted)]
     return "\n".join(lines)

@@ -346,6 +346,12 @@ class Resources:
                 with self.unlocked():
                     self._background(idx.ensure, [c["text"] for c in s.candidates], None, limit - done, None, s.write_gate())
                 done += idx.embedded
+            from eggshell.search.background import shipped, texts
+
+            if done < limit and shipped(idx.encoder.model_id) is None:  # a model without shipped background vectors (search/background.py)
+                with self.unlocked():
+                    self._background(idx.ensure, list(texts()), None, limit - done, None, None)
+                done += idx.embedded
         return done
 
     def refresh(self) -> None:

@@ -85,6 +85,36 @@ class Provider:
             self._failed("index", e)
             return 0
 
+    @staticmethod
+    def _calibration(idx):
+        """What this prompt scores against the background turns (search/background.py): from the
+        vectors shipped for the default model, else from those cached for this one; nothing is
+        embedded here. None when no vectors are at hand."""
+        from eggshell.search.background import calibrate, shipped_scores, texts
+
+        qv = idx.query_vectors
+        if qv is None:
+            return None
+        got = shipped_scores(idx.encoder.model_id, qv)
+        if got is None:
+            got = idx.cached_scores(qv, list(texts()))
+        return calibrate(float(v) for v in got)
+
+    def index_background(self, progress=None) -> int:
+        """Embed the background turns (search/background.py) the cache lacks, for a model none are
+        shipped for, so that its prompts are calibrated; how many there are (0: nothing to do)."""
+        if not self.uses_model:
+            return 0
+        from eggshell.search.background import shipped, texts
+
+        try:
+            if shipped(self._index().encoder.model_id) is not None:
+                return 0
+            return len(self._index().ensure(list(texts()), progress))
+        except Exception as e:
+            self._failed("index", e)
+            return 0
+
     def _failed(self, what: str, e: Exception) -> None:
         self.log("%s: the embedding model failed (%s: %s); answering lexically, the encoder restarts on the next request" % (what, type(e).__name__, e))
         self._semantic = None
@@ -99,9 +129,12 @@ class Provider:
         t1 = time.perf_counter()
         semantic: list[tuple[int, float]] = []
         error = None
+        calibration = None
         if self.uses_model and texts:
             try:
-                sc = self._index().scores(query, texts, self.write_gate)
+                idx = self._index()
+                sc = idx.scores(query, texts, self.write_gate)
+                calibration = self._calibration(idx)
                 semantic = sorted(((j, float(v)) for j, v in enumerate(sc) if v >= s.threshold), key=lambda x: (-x[1], x[0]))
             except Exception as e:
                 error = "%s: %s" % (type(e).__name__, e)
@@ -112,7 +145,8 @@ class Provider:
                                fusion=s.fusion, floor=s.threshold, weights=s.weights)
         t3 = time.perf_counter()
         ms = lambda a, b: round((b - a) * 1000, 3)  # noqa: E731
-        return Ranked(selected, lexical, passages, anchors, semantic, fused, {"lexical": ms(t0, t1), "semantic": ms(t1, t2), "fuse": ms(t2, t3), "total": ms(t0, t3)}, error)
+        return Ranked(selected, lexical, passages, anchors, semantic, fused, {"lexical": ms(t0, t1), "semantic": ms(t1, t2), "fuse": ms(t2, t3), "total": ms(t0, t3)},
+                      error, calibration if error is None else None)
 
     def _lexical(self, query: str, texts: list[str]):
         """BM25, best-line and anchor rankings; the indexes are kept while the candidates stay the same (a warm provider)."""

@@ -14,7 +14,7 @@ import os
 from typing import Callable
 
 from eggshell.config import Config
-from eggshell.search.rank import DEFAULT_THRESHOLD, Settings
+from eggshell.search.rank import DEFAULT_THRESHOLD, REPORT_FLOOR, Settings
 from eggshell.search.local import Provider
 from eggshell.search.searcher import DROPPED_NOTE, Dropped, Semantic, SemanticList
 
@@ -22,10 +22,10 @@ PROVIDER_DEADLINE_S = 15.0
 
 
 def builtin_argv(cfg: Config, bin_dir: str, depth: int) -> list[str]:
-    """The egg-index command egg-query starts for the semantic side."""
-    argv = [os.path.join(bin_dir, "egg-index"), "--mode", "semantic", "--anchor-k", "0", "--top-k", str(depth)]
-    if cfg.threshold is not None:
-        argv += ["--threshold", repr(cfg.threshold)]
+    """The egg-index command egg-query starts for the semantic side: it reports the cosines of
+    its whole depth (rank.REPORT_FLOOR); egg-query fuses those at the threshold or above."""
+    argv = [os.path.join(bin_dir, "egg-index"), "--mode", "semantic", "--anchor-k", "0", "--top-k", str(depth),
+            "--threshold", repr(REPORT_FLOOR)]
     if cfg.model:
         argv += ["--model", cfg.model]
     return argv
@@ -33,12 +33,17 @@ def builtin_argv(cfg: Config, bin_dir: str, depth: int) -> list[str]:
 
 def in_process(cfg: Config, data_root: str, depth: int, log: Callable[[str], None]) -> Semantic:
     """The built-in provider in this process (the hook path: no child to start)."""
-    return in_process_for(Settings.from_config(cfg, mode="semantic", top_k=depth, anchor_k=0), data_root, log)
+    floor = DEFAULT_THRESHOLD if cfg.threshold is None else cfg.threshold
+    return in_process_for(Settings.from_config(cfg, mode="semantic", top_k=depth, anchor_k=0, threshold=REPORT_FLOOR), data_root, log, floor)
 
 
-def in_process_for(settings: Settings, data_root: str | None, log: Callable[[str], None]) -> Semantic:
-    """The built-in provider with these settings (semantic mode, top_k the depth), in this process."""
+def in_process_for(settings: Settings, data_root: str | None, log: Callable[[str], None], floor: float | None = None) -> Semantic:
+    """The built-in provider with these settings (semantic mode, top_k the depth), in this process.
+
+    `floor`: the least cosine fusion counts (None: the settings' threshold, which is then also
+    the least the provider reports)."""
     provider = Provider(settings, data_root, log)
+    floor = provider.settings.threshold if floor is None else floor
 
     def semantic(text: str, candidates: list[dict], k: int) -> SemanticList | Dropped:
         r = provider.rank(text, [c["text"] for c in candidates])
@@ -46,7 +51,7 @@ def in_process_for(settings: Settings, data_root: str | None, log: Callable[[str
             log("the built-in model failed: %s; %s" % (r.error, DROPPED_NOTE))
             return Dropped("the built-in model failed: %s" % r.error)
         score = dict(r.fused)
-        return SemanticList([(i, score[i]) for i in r.selected[:k]], provider.settings.threshold, cosine=True)
+        return SemanticList([(i, score[i]) for i in r.selected[:k]], floor, cosine=True, calibration=r.calibration)
 
     semantic.provider = provider  # type: ignore[attr-defined]
     return semantic
@@ -70,7 +75,7 @@ def child(argv: list[str], log: Callable[[str], None], deadline_s: float = PROVI
             log("search provider %s failed: %s; %s" % (argv[0], r.error, DROPPED_NOTE))
             return Dropped("search provider %s failed: %s" % (argv[0], r.error))
         if r.scores is not None:
-            return SemanticList(list(zip(r.related, r.scores)), floor, cosine)
+            return SemanticList(list(zip(r.related, r.scores)), floor, cosine, r.calibration if cosine else None)
         n = len(r.related)
         return SemanticList([(i, (n - j) / n) for j, i in enumerate(r.related)], 0.0)
 

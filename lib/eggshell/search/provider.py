@@ -75,6 +75,7 @@ class ProviderResult:
     error: str | None  # why it failed; with `related` set, a note about dropped indices
     elapsed_ms: float
     scores: tuple[float, ...] | None = None  # parallel to related, when the provider sent usable ones
+    calibration: object = None  # background.Calibration, when the reply sent a usable [mean, sd]
 
 
 def _finite(x: Any) -> bool:
@@ -180,8 +181,9 @@ class ProviderClient:
         t0 = time.monotonic()
         deadline = t0 + self.deadline_s
 
-        def done(related: tuple[int, ...] | None, error: str | None, scores: tuple[float, ...] | None = None) -> ProviderResult:
-            return ProviderResult(related, error, (time.monotonic() - t0) * 1000.0, scores)
+        def done(related: tuple[int, ...] | None, error: str | None, scores: tuple[float, ...] | None = None,
+                 calibration: object = None) -> ProviderResult:
+            return ProviderResult(related, error, (time.monotonic() - t0) * 1000.0, scores, calibration)
 
         try:
             line = _encode({"query": {"id": query_id, "text": text}, "candidates": candidates})
@@ -218,7 +220,9 @@ class ProviderClient:
             self._kill()  # interrupted with a query outstanding: its reply would answer the next one
             raise
         self._slow = 0
-        return done(related, note, scores)
+        from eggshell.search.background import Calibration
+
+        return done(related, note, scores, Calibration.of(reply.get("calibration")))
 
     # -- the child ----------------------------------------------------------------
 

@@ -412,6 +412,10 @@ DEFAULT_ANCHOR_K = 0
 
 
 DEFAULT_THRESHOLD = 0.30
+# The least cosine the built-in provider reports: every candidate of its depth. Fusion still
+# counts only cosines at the threshold or above; the relevance decision (reuse/relevance.py)
+# reads the lower ones too, judged against the prompt's Calibration.
+REPORT_FLOOR = -1.0
 
 
 MODES = ("lexical", "semantic", "hybrid")
@@ -468,6 +472,7 @@ class Ranked:
     fused: list[tuple[int, float]] = field(default_factory=list)  # the ranking the mode used
     timings_ms: dict[str, float] = field(default_factory=dict)
     error: str | None = None
+    calibration: object = None  # background.Calibration: the prompt's cosines with unrelated turns
 
 
 def fuse(mode: str, top_k: int, anchor_k: int, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],

@@ -48,6 +48,7 @@ class SemanticList(NamedTuple):
     ranked: list[tuple[int, float]]
     floor: float
     cosine: bool = False
+    calibration: object = None  # background.Calibration of the query (cosine scores only)
 
 
 def semantic_depth(top_k: int) -> int:
@@ -64,10 +65,18 @@ class Hit:
     session: str
     turn: str
     store: str
-    # The built-in model's cosine for this turn when it counts (at or above the threshold),
-    # else None (below it, lexical mode, or a provider of the user's own): fused scores are
-    # normalized per query, so only this says how related the turn is (handoff.nominate).
+    # The built-in model's cosine for this turn when it reported one (for the turns of its
+    # depth, below the threshold too), else None (lexical mode, or a provider of the user's
+    # own): fused scores are normalized per query, so only this, judged against the query's
+    # calibration, says how related the turn is (reuse/relevance.py).
     semantic: float | None = None
+    # Why the turn is a candidate: "ranked" (fusion selected it: a hit), or, in a message's
+    # "candidates" (turns the relevance decision weighs that are not in the ranking), "nearest"
+    # (the model put it among the nearest though fusion left it out: a short chat question
+    # scores under the threshold against its own topic) or "latest" (the last turn these
+    # stores recorded: a new chat often goes on from it). Their rank is 0.
+    via: str = "ranked"
+    latest: bool = False  # the last turn these stores recorded (Searcher.latest), however it came
 
 
 class Searcher:
@@ -91,6 +100,8 @@ class Searcher:
         self.mode, self.anchor_k, self.model, self.k1, self.b = settings.mode, settings.anchor_k, settings.model, settings.k1, settings.b
         self.semantic = semantic
         self.dropped: str | None = None  # why the last search answered lexically though it asked for more
+        self.calibration = None  # background.Calibration of the last query (the built-in model only)
+        self.others: list[Hit] = []  # the last query's candidates that are not in its ranking (Hit.via)
         self.trace = trace  # a sidecar file: one line per query with every ranking and timing
         self._stamp: tuple | None = None
         self.views: list[TurnView] = []
@@ -103,6 +114,7 @@ class Searcher:
         self._live: list[LiveViews] = []  # each store's turns as last read (records.LiveViews)
         self._unchanged = Unchanged([s.path for s in self.stores])  # marked before each read of the stores
         self._index: dict[str, int] = {}  # turn id -> its document in the indexes
+        self._latest: tuple | None = None  # (stamp, index of the latest turn)
 
     @classmethod
     def over(cls, views: Iterable[TurnView], settings: Settings, semantic: Semantic | None = None) -> "Searcher":
@@ -242,6 +254,8 @@ class Searcher:
         cosines: dict[int, float] = {}
         mode = self.mode
         self.dropped = None
+        self.calibration = None
+        self.others = []
         if mode != "lexical":
             got = self.semantic(text, self.candidates, semantic_depth(top_k)) if (self.semantic and n) else None
             if got is None or isinstance(got, Dropped):
@@ -256,16 +270,24 @@ class Searcher:
                         seen.add(i)
                         semantic.append((i, float(v)))
                 if got.cosine:
-                    cosines = {i: v for i, v in semantic if v >= floor}
+                    cosines = dict(semantic)  # every cosine reported; fusion counts those at the floor or above
+                    semantic = [(i, v) for i, v in semantic if v >= floor]
+                    self.calibration = got.calibration
         t3 = time.perf_counter()
         selected, fused = self.settings.fuse(mode, top_k, lexical, semantic, anchors, n, passages, floor=floor)
         score = dict(fused)
         hits = []
+        latest = self.latest()
         for rank, i in enumerate(selected, 1):
             v = self.views[i]
             sem = cosines.get(i)
             hits.append(Hit(v.id, v.key, rank, round(score.get(i, 0.0), 6), v.session, v.turn, v.store,
-                            None if sem is None else round(sem, 6)))
+                            None if sem is None else round(sem, 6), latest=i == latest))
+        self.others = []
+        for i, via in self._candidates(selected, cosines, latest):
+            v = self.views[i]
+            sem = cosines.get(i)
+            self.others.append(Hit(v.id, v.key, 0, 0.0, v.session, v.turn, v.store, None if sem is None else round(sem, 6), via, i == latest))
         t4 = time.perf_counter()
         if self.trace:
             ms = lambda a, b: round((b - a) * 1000, 3)  # noqa: E731
@@ -280,6 +302,42 @@ class Searcher:
                 "timings_ms": {"load": ms(t0, t1), "lexical": ms(t1, t2), "semantic": ms(t2, t3), "fuse": ms(t3, t4), "total": ms(t0, t4)},
             }, lambda m: warn("egg-query", m))
         return hits
+
+
+    def _candidates(self, selected: list[int], cosines: dict[int, float], latest: int | None) -> list[tuple[int, str]]:
+        """Turns fusion did not select that the relevance decision should still weigh: the
+        NEAREST nearest by the model's cosine, and the latest turn recorded (by time, then by
+        its place in the stores), each once."""
+        out: list[tuple[int, str]] = []
+        taken = set(selected)
+        for i, _ in sorted(cosines.items(), key=lambda x: (-x[1], x[0])):
+            if len(out) >= NEAREST:
+                break
+            if i not in taken and i not in self._bm25.removed:
+                out.append((i, "nearest"))
+                taken.add(i)
+        if latest is not None and latest not in taken:
+            out.append((latest, "latest"))
+        return out
+
+    def latest(self) -> int | None:
+        """The index of the last turn these stores recorded: the latest time, then the latest
+        place (the last store read, the last line): turns saved in one second tie on time."""
+        if self._latest is not None and self._latest[0] == self._stamp:
+            return self._latest[1]  # once per state of the stores: a scan of 100,000 views is 30 ms
+        best, key = None, None
+        removed = self._bm25.removed if self._bm25 is not None else set()
+        for i, v in enumerate(self.views):
+            if i in removed:
+                continue
+            k = (v.time or "", i)
+            if key is None or k > key:
+                best, key = i, k
+        self._latest = (self._stamp, best)
+        return best
+
+
+NEAREST = 2  # turns nearest by cosine that fusion left out, weighed by the relevance decision
 
 
 def query_text(obj: object) -> str | None:
@@ -300,6 +358,11 @@ def hits_message(searcher: Searcher, message: object, top_k: int, min_coverage: 
         return None
     hits = searcher.search(text, top_k, min_coverage)
     out = {"query": message["query"], "hits": [asdict(h) for h in hits]}
+    if searcher.others:  # turns outside the ranking the relevance decision weighs too; of all, it hands over top_k at most
+        out["candidates"] = [asdict(h) for h in searcher.others]
+        out["top_k"] = top_k
+    if searcher.calibration is not None:  # what the model gives this query against unrelated turns
+        out["calibration"] = searcher.calibration.as_list()
     if searcher.dropped is not None:  # hybrid asked, lexical answered: the message says so and why
         out["semantic_dropped"] = searcher.dropped
     return out

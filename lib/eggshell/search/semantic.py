@@ -39,6 +39,7 @@ class SemanticIndex:
         self.embedded = 0  # windows the last `ensure` embedded
         self._flat: tuple[list[str], np.ndarray, np.ndarray] | None = None  # last candidates: their rows, flattened
         self._epoch = 0  # the cache's epoch the memos above belong to
+        self.query_vectors: np.ndarray | None = None  # the last query's window vectors (scores)
 
     def _sync(self) -> bool:
         """Forget the row memos when the cache reloaded after a purge (its row numbers changed)."""
@@ -139,10 +140,22 @@ class SemanticIndex:
             self._flat = (list(texts), flat, lengths)
         return flat, lengths
 
+    def cached_scores(self, qv: np.ndarray, texts: list[str]) -> np.ndarray:
+        """Like `scores`, for query window vectors already made, from cached windows only: nothing
+        is embedded (-inf for a text none of whose windows is cached)."""
+        out = np.full(len(texts), NO_SCORE, dtype=np.float32)
+        rows = self.ensure(texts, limit=0)
+        matrix = self.cache.matrix()
+        for n, r in enumerate(rows):
+            if len(r):
+                out[n] = float((matrix[r] @ qv.T).max())
+        return out
+
     def scores(self, query: str, texts: list[str], gate: Callable[[], bool] | None = None) -> np.ndarray:
         """Cosine of each text's best window with the best query window; -inf for blank texts.
         `gate`: the candidates' windows are cached only while it is open (ensure)."""
         out = np.full(len(texts), NO_SCORE, dtype=np.float32)
+        self.query_vectors = None
         qwin = self.query_windows(query)
         if not qwin or not texts:
             return out
@@ -150,6 +163,7 @@ class SemanticIndex:
         self._sync()
         flat, lengths = self._flat_rows(texts, gate)
         qv = self.encoder.embed(qwin)
+        self.query_vectors = qv  # the last query's windows: the background is scored against them (local.Provider)
         matrix = self.cache.matrix()
         if not len(flat):
             return out

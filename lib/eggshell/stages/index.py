@@ -56,7 +56,10 @@ def step_of(provider: Provider, trace: str | None = None) -> stage.Step:
         if trace:
             append_trace(trace, provider.trace_record(r, cands), provider.log)
         score = dict(r.fused)
-        return [{"related": r.selected, "scores": [score.get(i, 0.0) for i in r.selected]}]  # full precision: egg-query must fuse exactly as in-process
+        reply = {"related": r.selected, "scores": [score.get(i, 0.0) for i in r.selected]}  # full precision: egg-query must fuse exactly as in-process
+        if r.calibration is not None:
+            reply["calibration"] = r.calibration.as_list()  # the prompt's cosines with unrelated turns: [mean, sd]
+        return [reply]
 
     return step
 

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from eggshell.reuse.relevance import judge
 from eggshell.stages import extract
 from eggshell.reuse import engine, fingerprint, freshness
 from eggshell.reuse import render as handoff
@@ -265,7 +266,7 @@ def test_at_most_a_few_pieces_of_advice_are_handed_over(hand):
     recs = [turn_record(turn="t%d" % i, prompt="fee %d" % i, answer="answer %d" % i, tools=[bash("grep fee f%d.py" % i, "fee %d\n" % i)])
             for i in range(3)]
     h, views = hand(recs, "fee", budget=10**6)
-    first = [display_key(i) for i in handoff.nominate("fee", [(v, None) for v in views])][:handoff.ADVISORY_OWNERS]
+    first = [display_key(i) for i in handoff.nominate("fee", judge("fee", [(v, {}) for v in views], None))][:handoff.ADVISORY_OWNERS]
     assert handoff.ADVISORY_OWNERS == 4 and first == [views[0].key, display_key(views[0].tools[0].id), views[1].key, display_key(views[1].tools[0].id)]
     assert list(blocks_of(h.text)) == first and set(h.keys) == set(first) and h.omitted == ()
     assert "answer 2" not in h.text and "f2.py" not in h.text

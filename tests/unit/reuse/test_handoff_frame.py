@@ -18,6 +18,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eggshell.reuse.relevance import judge
 from eggshell.reuse import engine
 from eggshell.reuse.engine import Inquiry
 from eggshell.reuse import render as handoff
@@ -50,7 +51,7 @@ def prompt_handoff(store: Store, request: str, semantic: float | None = None, **
     from eggshell.graph.records import turn_views
 
     ws = engine.workspace([store.graph])
-    return engine.handoff(ws, Inquiry(request, retrieved=handoff.nominate(request, [(v, semantic) for v in turn_views(store.graph)]), **kw))
+    return engine.handoff(ws, Inquiry(request, retrieved=handoff.nominate(request, judge(request, [(v, {"semantic": semantic}) for v in turn_views(store.graph)], None)), **kw))
 
 
 # The frame's own lines as hostile data (a whole earlier handoff: test_a_parsed_handoff_fed_back_as_data_stays_data).
@@ -256,7 +257,7 @@ def test_a_prompt_is_told_on_the_request_that_the_files_its_answer_rests_on_chan
     ws = engine.workspace([store.graph])
     changed = Standing(recorded="2025-12-01T11:00:00.000000Z", commit="ab" * 20, inputs=CHANGED, changed=("src/cli.py",))
     request = "change parse_config to return a dict"
-    nominated = handoff.nominate(request, [(v, 0.8) for v in __import__("eggshell.graph.records", fromlist=["x"]).turn_views(store.graph)])
+    nominated = handoff.nominate(request, judge(request, [(v, {"semantic": 0.8}) for v in __import__("eggshell.graph.records", fromlist=["x"]).turn_views(store.graph)], None))
     def stands(owner, outcome):  # the search is out of date, the read still holds
         return changed if "rg -n" in (owner.args[0].target.as_text() or "") else replace(changed, inputs=VERIFIED, changed=())
     h = engine.handoff(ws, Inquiry(request, retrieved=nominated), standing=stands, now=NOW)
@@ -348,8 +349,8 @@ def test_commands_the_prompt_happens_to_contain_do_not_crowd_out_what_retrieval_
     views = {v.prompt: v for v in __import__("eggshell.graph.records", fromlist=["x"]).turn_views(store.graph)}
     request = "ls tests shows nothing about why a member cannot leave a group"
     ws = engine.workspace([store.graph])
-    ranked = [(views[SUPPORT[0][0]], 0.66)]
-    h = engine.handoff(ws, Inquiry(request, retrieved=handoff.nominate(request, ranked)))
+    ranked = [(views[SUPPORT[0][0]], {"semantic": 0.66})]
+    h = engine.handoff(ws, Inquiry(request, retrieved=handoff.nominate(request, judge(request, ranked, None))))
     assert "> Fix the crash when a user leaves a group" in h.text and "$ rg -n leave_group src" in h.text
     assert "test_3.py" not in h.text  # the `ls tests` calls bear on too little of the request
 

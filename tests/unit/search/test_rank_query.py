@@ -309,10 +309,10 @@ def test_run_output_matches_searcher(one_store):
     _, lines = run_lines(one_store, '{"query":{"text":"late_fee tests"}}\n', top_k=5)
     expect = [
         {"id": h.id, "key": h.key, "rank": h.rank, "score": h.score, "session": h.session, "turn": h.turn, "store": h.store,
-         "semantic": h.semantic}
+         "semantic": h.semantic, "via": "ranked", "latest": h.latest}
         for h in s.search("late_fee tests", 5)
     ]
-    assert lines[0]["hits"] == expect
+    assert lines[0]["hits"] == expect and [h["via"] for h in lines[0].get("candidates", [])] == [c.via for c in s.others]
 
 
 def test_run_answers_malformed_lines_in_step(one_store):
