@@ -1,0 +1,138 @@
+"""Benchmark (issue 29): the warm prompt at 10,000 turns, with the relevance decision and before it.
+
+The decision adds to each prompt: the model's nearest turns and the latest one as candidates,
+the prompt's calibration against the background turns (one product with the shipped vectors),
+and the evidence of each candidate (its terms). Target: no warm prompt slower than before by
+more than 10%.
+
+One project of N realistic turns (realistic.py) in hybrid mode with the real model, answered
+in-process as the warm manager answers (`runtime/turnflow.answer` on UserPromptSubmit with
+warm `Resources`, 4 query windows of stored turns embedded per prompt, as the manager sets).
+Two versions of lib/eggshell answer it: this tree, and REV (default: the commit before the
+decision) exported with `git archive`; each in its own process, alternating ROUNDS times, so
+the shared machine's noise hits both alike; each round's process warms up on 3 prompts, then
+times --prompts prompts (new chats, questions like stored ones and unrelated ones). Prints
+the medians and their ratio; exits 1 when the ratio is over 1.10.
+
+    python tests/bench/bench_relevance.py [--turns 10000] [--prompts 12] [--rounds 3] [--rev REV] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "lib"))
+sys.path.insert(0, HERE)
+
+import realistic  # noqa: E402
+from bench_scale import venv_python  # noqa: E402
+
+TARGET_RATIO = 1.10
+UNRELATED = ("how do I make the carousel swipe on touch screens?", "what's a good name for a grey kitten?",
+             "why does the nginx reload drop websocket connections?", "and what about the tests for that?")
+
+CHILD = r"""
+import json, os, sys, time, statistics
+sys.path.insert(0, sys.argv[1])
+from eggshell.paths import Paths
+from eggshell.runtime.warm import Resources
+from eggshell.runtime import turnflow
+from eggshell.hosts.codex import HOST
+from eggshell.config import load
+from eggshell.search.semantic import QUERY_WINDOWS
+proj, data, prompts = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+prefix = os.path.join(data, "prefix")
+paths = Paths(prefix, data, os.path.join(prefix, "config.toml"), os.path.join(data, "codex"), os.path.join(sys.argv[1], "..", "bin"))
+res = Resources(data, paths.bin_dir, warm=True)
+cfg = load(paths, proj)
+read = (os.path.join(proj, ".eggs", "work.egg"),)
+s = res.searcher(cfg, read)
+p = getattr(s.semantic, "provider", None)
+if p is not None:
+    p.query_embed_limit = QUERY_WINDOWS
+def ask(n, text):
+    sel = cfg.selection()
+    st = turnflow.Step("UserPromptSubmit", "bench-%d-%d" % (os.getpid(), n), "1", proj, sel.to_json(), None, True)
+    payload = {"hook_event_name": "UserPromptSubmit", "session_id": st.session, "turn_id": "1", "cwd": proj, "prompt": text}
+    t = time.perf_counter()
+    got = turnflow.answer(payload, st, paths, res, None, HOST.context_cap)
+    return time.perf_counter() - t, bool(got.get("context"))
+for i, t in enumerate(prompts[:3]):
+    ask(1000 + i, t)
+out = [ask(i, t) for i, t in enumerate(prompts)]
+res.close()
+print(json.dumps({"times": [x[0] for x in out], "handed": sum(x[1] for x in out)}))
+"""
+
+
+def export(rev: str, dest: str) -> str:
+    """lib/ and bin/ of REV under dest; the path of its lib."""
+    os.makedirs(dest, exist_ok=True)
+    tar = subprocess.run(["git", "-C", REPO, "archive", rev, "lib", "bin"], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", dest], input=tar, check=True)
+    return os.path.join(dest, "lib")
+
+
+def project(d: str, n: int) -> tuple[str, str]:
+    proj, data = os.path.join(d, "proj"), os.path.join(d, "data")
+    egg = os.path.join(proj, ".eggs", "work.egg")
+    if not os.path.exists(egg):
+        os.makedirs(os.path.dirname(egg), exist_ok=True)
+        with open(os.path.join(proj, ".eggshell.toml"), "w") as f:
+            f.write('egg = ".eggs/work.egg"\nmode = "hybrid"\n')
+        realistic.write_sources(proj)
+        t = time.perf_counter()
+        realistic.build(egg + ".tmp", n, data, proj)
+        os.replace(egg + ".tmp", egg)
+        print("built %d turns in %.0f s" % (n, time.perf_counter() - t), flush=True)
+    return proj, data
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--turns", type=int, default=10000)
+    ap.add_argument("--prompts", type=int, default=12)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rev", default="d72a166^", help="the version before the relevance decision (default %(default)s)")
+    ap.add_argument("--keep", metavar="DIR")
+    a = ap.parse_args()
+    d = a.keep or tempfile.mkdtemp(prefix="egg-bench-relevance-")
+    proj, data = project(d, a.turns)
+    old = export(a.rev, os.path.join(d, "old"))
+    new = os.path.join(REPO, "lib")
+    prompts = [realistic.record(i * 97 + 5)["prompt"] for i in range(a.prompts - len(UNRELATED))] + list(UNRELATED)
+    env = dict(os.environ, EGGSHELL_DATA_ROOT=data, EGGSHELL_MANAGER="off", HF_HUB_OFFLINE="1")
+    times: dict[str, list[float]] = {"before": [], "decision": []}
+    handed: dict[str, int] = {"before": 0, "decision": 0}
+    for r in range(a.rounds):
+        for name, lib in (("before", old), ("decision", new)) if r % 2 == 0 else (("decision", new), ("before", old)):
+            got = subprocess.run([venv_python(), "-c", CHILD, lib, proj, data, json.dumps(prompts)], env=env, capture_output=True, text=True)
+            if got.returncode:
+                print(got.stderr[-3000:], file=sys.stderr)
+                return 2
+            out = json.loads(got.stdout.strip().splitlines()[-1])
+            times[name] += out["times"]
+            handed[name] += out["handed"]
+            print("round %d %-8s median %.1f ms" % (r + 1, name, statistics.median(out["times"]) * 1000), flush=True)
+    med = {k: statistics.median(v) * 1000 for k, v in times.items()}
+    p90 = {k: sorted(v)[int(0.9 * (len(v) - 1))] * 1000 for k, v in times.items()}
+    ratio = med["decision"] / med["before"]
+    print("\n| %d turns, hybrid, warm | median | p90 | prompts handed something |" % a.turns)
+    print("| --- | ---: | ---: | ---: |")
+    for k in ("before", "decision"):
+        print("| %s | %.1f ms | %.1f ms | %d of %d |" % (k, med[k], p90[k], handed[k], len(times[k])))
+    print("\nratio decision / before: %.3f (target <= %.2f)" % (ratio, TARGET_RATIO))
+    return 0 if ratio <= TARGET_RATIO else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
