@@ -5,7 +5,9 @@ the prompt's calibration against the background turns (one product with the ship
 and the evidence of each candidate (its terms). Target: no warm prompt slower than before by
 more than 10%.
 
-One project of N realistic turns (realistic.py) in hybrid mode with the real model, answered
+One project of N realistic turns (realistic.py), every window in the vector cache (a sample
+embedded for real, the rest near a real one: bench_retrieval.fill_cache), in hybrid mode with
+the real model answering the prompts, answered
 in-process as the warm manager answers (`runtime/turnflow.answer` on UserPromptSubmit with
 warm `Resources`, 4 query windows of stored turns embedded per prompt, as the manager sets).
 Two versions of lib/eggshell answer it: this tree, and REV (default: the commit before the
@@ -34,6 +36,7 @@ sys.path.insert(0, os.path.join(REPO, "lib"))
 sys.path.insert(0, HERE)
 
 import realistic  # noqa: E402
+from bench_retrieval import fill_cache  # noqa: E402
 from bench_scale import venv_python  # noqa: E402
 
 TARGET_RATIO = 1.10
@@ -94,6 +97,20 @@ def project(d: str, n: int) -> tuple[str, str]:
         realistic.build(egg + ".tmp", n, data, proj)
         os.replace(egg + ".tmp", egg)
         print("built %d turns in %.0f s" % (n, time.perf_counter() - t), flush=True)
+    done = os.path.join(data, "bench-filled")
+    if not os.path.exists(done):  # every window cached, as `egg index` leaves a store (bench_retrieval.fill_cache)
+        import numpy as np
+
+        from eggshell.graph.store import Store
+        from eggshell.search.embed import Encoder
+        from eggshell.search.searcher import Searcher
+
+        s = Searcher([Store.open(egg)])
+        s._refresh()  # noqa: SLF001 - the turns' searchable texts
+        got = fill_cache(Encoder(), data, [c["text"] for c in s.candidates], 64, np.random.default_rng(2))
+        with open(done, "w") as f:
+            json.dump(got, f)
+        print("cached %d windows (%d embedded for real)" % (got["windows"], got["sample"]), flush=True)
     return proj, data
 
 
