@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 import eggeval as ev
+import hostroute
 
 SIZES = (1, 5, 50)
 FORMS = ("full", "title", "chat")
@@ -190,37 +191,91 @@ def score_unrelated(q: ev.Question, text: str, size: int) -> Asked:
 
 
 @dataclass
+class HostRun:
+    """One host's route: the stores recorded through its hooks (hostroute.py), and what its prompts were handed."""
+
+    host: str
+    recorded: hostroute.Recorded
+    asked: list[Asked] = field(default_factory=list)
+    ask_s: float = 0.0
+
+
+@dataclass
 class DayOneRun:
     asked: list[Asked] = field(default_factory=list)
     scenarios: int = 0
     stores: int = 0
     stored_turns: int = 0
+    written: int = 0  # turns written (a run in three stores is written three times)
     write_s: float = 0.0
     embed_s: float = 0.0
     ask_s: float = 0.0
     settings: str = ""
     notes: list[str] = field(default_factory=list)
+    hosts: list[HostRun] = field(default_factory=list)  # with --hosts: the same stores through each host's hooks
+    hosts_write_s: float = 0.0  # recording every host's stores (workers in parallel)
+    host_workers: int = 0
+
+
+def store_jobs(scens: list[Scenario]) -> list[tuple[str, str, int, tuple[str, ...]]]:
+    """(store name, query id, size, its runs) of every store, in the order they are written."""
+    return [("dayone-%d-%d" % (i, size), s.question.id, size, s.runs[size]) for i, s in enumerate(scens) for size in sorted(s.runs)]
 
 
 def write_stores(chat: ev.NewChat, scens: list[Scenario], by_id: dict[str, dict], progress: Callable[[int, int], None]) -> dict[tuple[str, int], str]:
     """Each scenario's stores, one per size, written by the product's writer: (query id, size) -> path."""
     paths: dict[tuple[str, int], str] = {}
-    jobs = [(i, s, size) for i, s in enumerate(scens) for size in sorted(s.runs)]
-    for n, (i, s, size) in enumerate(jobs):
-        name = "dayone-%d-%d" % (i, size)
-        paths[(s.question.id, size)] = chat.write_store(name, [by_id[r] for r in s.runs[size] if r in by_id])
+    jobs = store_jobs(scens)
+    for n, (name, qid, size, runs) in enumerate(jobs):
+        paths[(qid, size)] = chat.write_store(name, [by_id[r] for r in runs if r in by_id])
         progress(n + 1, len(jobs))
     return paths
 
 
+def record_hosts(hosts: Sequence[str], root: str, swe_path: str, scens: list[Scenario], by_id: dict[str, dict],
+                 workers: int) -> dict[str, hostroute.Recorded]:
+    """Each host's stores (the same runs as write_stores'), recorded through its hooks: in this process, or
+    one worker process per host, `workers` at a time (each host's recording is one core's work)."""
+    jobs = [(name, list(runs)) for name, _, _, runs in store_jobs(scens)]
+    root = os.path.join(root, "hosts")
+    if workers <= 1:
+        out = {}
+        for h in hosts:
+            prog = ev.Progress("dayone %s" % h, every=60.0)
+            out[h] = hostroute.record_host(h, root, [(name, [by_id[r] for r in rids if r in by_id]) for name, rids in jobs],
+                                           lambda d, t: prog(d, t, "stores recorded through its hooks"))
+        return out
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {h: pool.submit(hostroute.record_host_from, h, root, swe_path, jobs) for h in hosts}
+        return {h: f.result() for h, f in futures.items()}
+
+
+def host_stores(run: hostroute.Recorded, scens: list[Scenario]) -> tuple[dict[tuple[str, int], str], dict[tuple[str, str], frozenset[str]], list]:
+    """(query id, size) -> the host's store, (store, record id) -> the run's keys there, and every stored turn (to embed)."""
+    paths, keys, views = {}, {}, []
+    for name, qid, size, runs in store_jobs(scens):
+        path = paths[(qid, size)] = run.stores[name]
+        for rid, got in hostroute.stored_views(run.host, name, path, runs).items():
+            views += got
+            if len(got) == 1:
+                keys[(path, rid)] = hostroute.keys_of(got[0])
+    return paths, keys, views
+
+
 def ask_all(chat: ev.NewChat, scens: list[Scenario], unrelated: list[ev.Question], paths: dict[tuple[str, int], str],
-            sizes: Sequence[int], progress: Callable[[int, int], None]) -> list[Asked]:
-    """Every related form and every unrelated prompt, at every store size."""
+            sizes: Sequence[int], progress: Callable[[int, int], None],
+            keys_of: Callable[[str, str], frozenset[str]] | None = None) -> list[Asked]:
+    """Every related form and every unrelated prompt, at every store size. `keys_of(record id, store)`: the
+    display keys of a run's turn in that store (default: the egg-save route's, NewChat.keys_of)."""
+    keys_of = keys_of or (lambda rid, path: chat.keys_of(rid))
     out: list[Asked] = []
     total = len(sizes) * (len(scens) * len(FORMS) + len(unrelated))
     for size in sizes:
         for s in scens:
-            keys = chat.keys_of(s.question.linked or "")
+            keys = keys_of(s.question.linked or "", paths[(s.question.id, size)])
             for form in FORMS:
                 text, _ = chat.ask_in(s.forms[form], (paths[(s.question.id, size)],))
                 out.append(score_related(s.question, text, keys, size, form, s.half, s.intent))
@@ -233,8 +288,13 @@ def ask_all(chat: ev.NewChat, scens: list[Scenario], unrelated: list[ev.Question
 
 
 def run_dayone(swe_path: str, locomo_path: str, cache: str, root: str, *, mode: str = "hybrid", model: str | None = None,
-               limit: int | None = None, chat_path: str = CHAT_FILE, sizes: Sequence[int] = SIZES) -> DayOneRun:
-    """Build every scenario's stores in a new project and ask its prompt hook each form and the unrelated prompts."""
+               limit: int | None = None, chat_path: str = CHAT_FILE, sizes: Sequence[int] = SIZES, hosts: Sequence[str] = (),
+               workers: int | None = None) -> DayOneRun:
+    """Build every scenario's stores in a new project and ask its prompt hook each form and the unrelated prompts.
+
+    `hosts`: the same stores recorded through each of these hosts' hooks as well (hostroute.py), each
+    store a project of its own, asked the same prompts; `workers` processes record them (default: one
+    per host, at most one per core)."""
     records, queries = ev.read_swe(swe_path)
     scens = scenarios(queries, records, read_chat(chat_path), sizes, limit)
     if not scens:
@@ -250,12 +310,32 @@ def run_dayone(swe_path: str, locomo_path: str, cache: str, root: str, *, mode: 
         t0 = time.perf_counter()
         paths = write_stores(chat, scens, by_id, lambda d, t: prog(d, t, "stores written"))
         out.write_s, out.stores, out.stored_turns = time.perf_counter() - t0, len(paths), len(chat.views)
+        out.written = sum(len(runs) for *_, runs in store_jobs(scens))
+        routes: list[tuple[HostRun, dict, dict]] = []
+        if hosts:
+            out.host_workers = max(1, min(len(hosts), workers or os.cpu_count() or 1))
+            t0 = time.perf_counter()
+            recorded = record_hosts(hosts, root, swe_path, scens, by_id, out.host_workers)
+            out.hosts_write_s = time.perf_counter() - t0
+            for h in hosts:
+                for p in recorded[h].problems[:20]:
+                    chat._note("%s: %s" % (h, p))
+                hpaths, hkeys, hviews = host_stores(recorded[h], scens)
+                routes.append((HostRun(h, recorded[h]), hpaths, hkeys))
+                chat.extra_views += hviews
         t0 = time.perf_counter()
         chat.embed(lambda d, t: prog(d, t, "new windows embedded"))
         out.embed_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         out.asked = ask_all(chat, scens, unrelated, paths, sizes, lambda d, t: prog(d, t, "prompts"))
         out.ask_s = time.perf_counter() - t0
+        for hr, hpaths, hkeys in routes:
+            chat.renew()  # the last route's searchers are let go: one route's stores in memory at a time
+            t0 = time.perf_counter()
+            hr.asked = ask_all(chat, scens, unrelated, hpaths, sizes, lambda d, t: prog(d, t, "prompts (%s)" % hr.host),
+                               keys_of=lambda rid, path, k=hkeys: k.get((path, rid), frozenset()))
+            hr.ask_s = time.perf_counter() - t0
+            out.hosts.append(hr)
     finally:
         chat.close()
     out.notes = list(dict.fromkeys(chat.notes))
@@ -305,4 +385,84 @@ def report(run: DayOneRun, sizes: Sequence[int] = SIZES) -> list[str]:
             "| %d prompts through the prompt hook | %.1f |" % (len(run.asked), run.ask_s), "",
             "- prompt path: runtime.turnflow.answer with the product's defaults (%s), each prompt a new chat reading one store" % run.settings]
     out += ["- %s" % n for n in run.notes[:10]]
+    if run.hosts:
+        out += report_hosts(run, sizes)
+    return out
+
+
+ROUTE = "egg-save"  # today's route: the product's writer, every call Bash {"command"} with the record's output
+
+
+def _related(asked: list[Asked]) -> list[Asked]:
+    return [a for a in asked if a.kind == "related"]
+
+
+def _share(asked: Iterable[Asked], size: int, form: str, half: str = "all") -> tuple[float, int]:
+    """Share of a route's related prompts handed the prior run's key (form ""; its unrelated ones given any handoff)."""
+    if not form:
+        return share((a for a in asked if a.kind != "related" and a.size == size), lambda a: a.chars > 0)
+    return share((a for a in asked if a.kind == "related" and a.size == size and a.form == form and half in ("all", a.half)),
+                 lambda a: a.hit)
+
+
+def _pair(host: tuple[float, int], base: tuple[float, int]) -> str:
+    if not host[1]:
+        return "-"
+    return "%.3f / %.3f (%d)" % (host[0], base[0], host[1]) if host[0] != base[0] else "%.3f = (%d)" % host
+
+
+def report_hosts(run: DayOneRun, sizes: Sequence[int] = SIZES) -> list[str]:
+    """The same stores recorded through each host's hooks, beside the egg-save route."""
+    label = {"codex": "Codex", "claude": "Claude Code", "opencode": "OpenCode", "gemini": "Gemini CLI"}
+    routes = [(ROUTE, run.asked)] + [(h.host, h.asked) for h in run.hosts]
+    out = ["", "## Day one through each host's hooks: %s" % ", ".join(label.get(h.host, h.host) for h in run.hosts), "",
+           "Each store recorded again as one chat per run of each host, its payloads fed to egg-hook's own code "
+           "(runtime.hookflow.managed with the host's adapter, in this process; tests/eval/hostroute.py), each store a project "
+           "of its own; then asked the same prompts. egg-save is the route above.", "",
+           "### Handed the prior run's key (related, both halves) and unrelated prompts given any handoff (share)", ""]
+    cols = ["%s %d" % (f, z) for f in FORMS for z in sizes] + ["unrelated %d" % z for z in sizes]
+    out += ["| route | %s |" % " | ".join(cols), "| --- |" + " ---: |" * len(cols)]
+    for name, asked in routes:
+        cells = [_share(asked, z, f) for f in FORMS for z in sizes] + [_share(asked, z, "") for z in sizes]
+        out.append("| %s | %s |" % (name, " | ".join("%.3f" % c[0] if c[1] else "-" for c in cells)))
+    n_rel = sum(1 for a in _related(run.asked) if a.size == sizes[0] and a.form == FORMS[0])
+    n_unrel = sum(1 for a in run.asked if a.kind != "related" and a.size == sizes[0])
+    out += ["", "(n = %d related prompts per form and size, %d unrelated per size)" % (n_rel, n_unrel)]
+    cols = " | ".join("%d run%s" % (z, "" if z == 1 else "s") for z in sizes)
+    for h in run.hosts:
+        out += ["", "### %s: handed the prior run's key (this host / egg-save (n); `=`: the same)" % label.get(h.host, h.host), "",
+                "| form | half | %s |" % cols, "| --- | --- |" + " ---: |" * len(sizes)]
+        for form in FORMS:
+            for half in (*HALVES, "all"):
+                out.append("| %s | %s | %s |" % (form, half, " | ".join(_pair(_share(h.asked, z, form, half), _share(run.asked, z, form, half))
+                                                                     for z in sizes)))
+        out.append("| unrelated, any handoff | all | %s |" % " | ".join(_pair(_share(h.asked, z, ""), _share(run.asked, z, "")) for z in sizes))
+        base = {(a.id, a.size, a.form): a for a in run.asked}
+        moved = [(a, base[(a.id, a.size, a.form)]) for a in h.asked if (a.id, a.size, a.form) in base
+                 and (a.hit, a.chars > 0) != (base[(a.id, a.size, a.form)].hit, base[(a.id, a.size, a.form)].chars > 0)]
+        if moved:
+            out += ["", "Prompts answered otherwise than on egg-save's store (%d):" % len(moved), ""]
+            for a, b in moved[:20]:
+                what = "key" if a.kind == "related" else "any handoff"
+                out.append("- %s %s%s, %d run%s: %s %s here, %s on egg-save's" % (
+                    a.id, a.form, " (%s)" % a.intent if a.intent else "", a.size, "" if a.size == 1 else "s", what,
+                    "handed" if (a.hit if a.kind == "related" else a.chars) else "not handed",
+                    "handed" if (b.hit if b.kind == "related" else b.chars) else "not handed"))
+            if len(moved) > 20:
+                out.append("- ... and %d more" % (len(moved) - 20))
+    out += ["", "### What each route stored, and the time it took", "",
+            "| route | stores | turns | calls stored | hook events | calls denied at PreToolUse | check problems | hook.log lines | record s | prompts s |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            "| %s | %d | %d | | | | | | %.1f | %.1f |" % (ROUTE, run.stores, run.written, run.write_s, run.ask_s)]
+    for h in run.hosts:
+        r = h.recorded
+        out.append("| %s | %d | %d | %d | %d | %d | %d | %d | %.1f | %.1f |" % (
+            h.host, len(r.stores), r.chats, r.calls, r.events, r.denied, len(r.problems), len(r.log_lines), r.write_s, h.ask_s))
+    out += ["", "- the host routes were recorded by %d worker process%s in %.1f s (wall); the embedding step above covers every "
+            "route's distinct stored texts" % (run.host_workers, "" if run.host_workers == 1 else "es", run.hosts_write_s)]
+    for h in run.hosts:
+        for p in h.recorded.problems[:10]:
+            out.append("- %s: %s" % (h.host, p))
+        for line in h.recorded.log_lines[:5]:
+            out.append("- %s hook.log: %s" % (h.host, line[:300]))
     return out

@@ -2,7 +2,7 @@
 
     python tests/eval/eggeval.py [DATA] [--sets locomo-session,locomo-turn,swe,handoff]
                             [--modes lexical,semantic,hybrid] [--text full] [--threshold T]
-                            [--limit N] [--cache DIR]
+                            [--limit N] [--cache DIR] [--hosts codex,claude,opencode,gemini]
 
 DATA holds `locomo10.json` and `swe-msa-verified.jsonl` (see its README.md). Every ranking
 goes through the product: `search.local.Provider.rank` (BM25, anchors, the embedding model and
@@ -32,7 +32,9 @@ Sets:
                   its prior run alone, then with 4 and 49 unrelated runs; asked in full, as
                   its title and as the chat follow-up, plus LoCoMo and off-repository coding
                   questions at every size; reports the share handed the prior run's key per
-                  size, form and half (choose / held-out) (--limit N: the first N scenarios)
+                  size, form and half (choose / held-out) (--limit N: the first N scenarios);
+                  with --hosts, the same stores again as each host's hooks record them
+                  (tests/eval/hostroute.py), each host's table beside the egg-save route
 
 Metrics: Recall@k is the share of a query's relevant candidates in the top k, averaged
 over queries; MRR is the mean of 1/rank of the first relevant candidate within the top 10
@@ -819,6 +821,7 @@ class NewChat:
         self.main = os.path.join(self.project, ".eggs", "work.egg")
         self.alone: dict[str, str] = {}  # record id -> its own store
         self.views: dict[str, TurnView] = {}  # record id (the run's session) -> its stored turn
+        self.extra_views: list[TurnView] = []  # turns stored elsewhere (dayone's host routes), embedded with the rest
         self.asked = 0
 
     def _note(self, msg: str) -> None:
@@ -861,7 +864,8 @@ class NewChat:
         """Embed every stored turn's searchable text into the cache (what `egg index` does ahead of prompts)."""
         if self.mode == "lexical":
             return 0
-        items = [{"id": v.id, "text": searchable_text(v)} for v in self.views.values()]
+        texts = {searchable_text(v): v.id for v in (*self.views.values(), *self.extra_views)}  # one item per distinct text
+        items = [{"id": i, "text": t} for t, i in texts.items()]
         p = Provider(Settings(mode="semantic", top_k=TOP_K, anchor_k=0, model=self.model, cache_dir=self.cache), self.paths.data_root, self._note)
         if p.index(items, progress) != len(items):
             raise RuntimeError("embedding the stored turns failed: %s" % "; ".join(self.notes[-3:]))
@@ -933,6 +937,13 @@ class NewChat:
 
         v = self.views.get(rid)
         return frozenset() if v is None else frozenset(display_key(x) for x in (v.id, *(t.id for t in v.tools)))
+
+    def renew(self) -> None:
+        """Let go of every store and searcher the prompts loaded (a new warm Resources, its model loaded again)."""
+        from eggshell.runtime.warm import Resources
+
+        self.res.close()
+        self.res = Resources(self.paths.data_root, self.paths.bin_dir, warm=True, log=self._note)
 
     def close(self) -> None:
         self.res.close()
@@ -1286,7 +1297,16 @@ def main(argv: list[str]) -> int:
     p.add_argument("--fusion", choices=rank_mod.FUSIONS, default="score", help="hybrid rule (default %(default)s, the product's)")
     p.add_argument("--weights", type=lambda s: _floats(s, 3), default=rank_mod.WEIGHTS,
                    help="score fusion weights DOC,LINE,SEM (default %s, the product's)" % ",".join("%g" % w for w in rank_mod.WEIGHTS))
+    from hostroute import HOSTS  # tests/eval is on the path: this script's own directory
+
+    p.add_argument("--hosts", type=lambda s: _choices(s, HOSTS, "host"), default=[],
+                   help="dayone: also record its stores through each of these hosts' hook payloads (comma list of %s, or all; "
+                        "default none: only the egg-save route); see tests/eval/hostroute.py" % ", ".join(HOSTS))
+    p.add_argument("--host-workers", type=stage.positive_int,
+                   help="dayone --hosts: processes recording the host routes at once (default: one per host, at most one per core)")
     a = p.parse_args(argv)
+    if a.hosts and a.sets is not None and "dayone" not in a.sets:
+        p.error("--hosts measures the dayone set: add it to --sets")
     if not -1.0 <= a.threshold <= 1.0:
         p.error("--threshold must be a cosine from -1 to 1")
     if a.anchor_k < 0 or a.k1 < 0:
@@ -1348,7 +1368,7 @@ def main(argv: list[str]) -> int:
             with tempfile.TemporaryDirectory(prefix="eggshell-eval-") as tmp:
                 try:
                     first_day = dayone.run_dayone(files["swe"], files["locomo"], cache, tmp, mode="hybrid" if uses_model else "lexical",
-                                                  model=a.model, limit=a.limit)
+                                                  model=a.model, limit=a.limit, hosts=a.hosts, workers=a.host_workers)
                 except dayone.NoScenarios as e:
                     if not defaulted:
                         raise
