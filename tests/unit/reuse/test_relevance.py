@@ -152,12 +152,12 @@ def test_egg_query_s_message_carries_the_calibration_and_the_turns_weighed_besid
     assert R.decide(R.evidence(R.prompt_terms("x"), "", c["semantic"], Calibration(mean, sd), True, frozenset(), ("instead",))).bears
 
 
-def test_egg_index_replies_with_the_prompt_s_calibration():
+def test_egg_index_replies_with_the_prompt_s_calibration(tmp_path):
     from eggshell.search.local import Provider
     from eggshell.search.rank import REPORT_FLOOR, Settings
     from eggshell.stages.index import step_of
 
-    step = step_of(Provider(Settings(mode="semantic", top_k=3, anchor_k=0, threshold=REPORT_FLOOR), None))
+    step = step_of(Provider(Settings(mode="semantic", top_k=3, anchor_k=0, threshold=REPORT_FLOOR), str(tmp_path)))
     [reply] = step({"query": {"text": "why does the build cache miss on CI?"},
                     "candidates": [{"id": "a", "text": "the CI cache key includes the lockfile hash"}, {"id": "b", "text": "a recipe for bread"}]})
     assert reply["related"] == [0, 1] and len(reply["scores"]) == 2  # every candidate of its depth, under 0.30 too
