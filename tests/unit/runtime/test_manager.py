@@ -559,8 +559,9 @@ def test_a_manager_killed_during_a_search(env):
     assert wait_for(lambda: not Journal(env.paths.journal_dir).files(), WAIT)
 
 
-KILL_TURNS = 5  # turns whose save is cut by a kill, each at its own instant (after one turn saved undisturbed)
+KILL_TURNS = 5  # turns whose save is cut by a kill, each at its own instant (after UNDISTURBED turns saved undisturbed)
 KILL_CALLS = 30
+UNDISTURBED = 2  # turns saved with no kill first: the second times the window the kills fall in
 
 
 def test_a_manager_killed_at_any_instant_of_a_save_loses_nothing(env):
@@ -573,7 +574,7 @@ def test_a_manager_killed_at_any_instant_of_a_save_loses_nothing(env):
     rng.shuffle(slots)  # each kill in its own slice of the window, in a random order, at a random point of it
     window = None  # how long after the Stop's reply the kills come: a little more than an undisturbed save here
     landed = []  # (delay, where the kill came: before the save wrote, during it, after it had removed the journal)
-    for i in range(KILL_TURNS + 1):
+    for i in range(KILL_TURNS + UNDISTURBED):
         turn = "k%d" % i
         pid = env.wait_manager()["pid"]
         env.hook(env.prompt("long turn %d: read every log" % i, turn, **s))  # the manager loads the store to answer
@@ -581,13 +582,13 @@ def test_a_manager_killed_at_any_instant_of_a_save_loses_nothing(env):
             assert codex.record(env.tool("cat logs/%d.log" % j, big_output(i, j), turn, "%s-c%d" % (turn, j), **s), env.paths)
         size = os.path.getsize(env.egg) if os.path.exists(env.egg) else 0
         env.hook(env.stop("answer %d" % i, turn, **s))  # seals the turn and nudges the manager: it saves ~1.5 MB now
-        if window is None:  # the first turn is saved undisturbed, and timed
-            t0 = time.monotonic()
+        if i < UNDISTURBED:  # saved undisturbed, and timed: the first save of a store also makes it, so the
+            t0 = time.monotonic()  # window is the second's, a save like those the kills cut (a first-save window let every kill land after)
             assert wait_for(lambda: not os.path.exists(env.journal_path("kill", turn)) and os.path.exists(env.egg), WAIT, 0.001), \
                 env.manager_log()
             window = 1.2 * (time.monotonic() - t0)
             continue
-        delay = window * (slots[i - 1] + rng.random()) / KILL_TURNS
+        delay = window * (slots[i - UNDISTURBED] + rng.random()) / KILL_TURNS
         time.sleep(delay)
         queued = os.path.exists(env.journal_path("kill", turn))
         grown = os.path.exists(env.egg) and os.path.getsize(env.egg) > size
@@ -598,8 +599,8 @@ def test_a_manager_killed_at_any_instant_of_a_save_loses_nothing(env):
         assert isinstance(env.hook(env.ev("SessionStart", source="resume", **s))[0], dict)  # starts a new manager
         assert wait_for(lambda: not journal.files(), WAIT), (landed, journal.files(), env.manager_log())
     views = env.views()
-    assert len(views) == KILL_TURNS + 1, (len(views), landed)  # one per turn: no second, partial copy
-    for i in range(KILL_TURNS + 1):
+    assert len(views) == KILL_TURNS + UNDISTURBED, (len(views), landed)  # one per turn: no second, partial copy
+    for i in range(KILL_TURNS + UNDISTURBED):
         turn = "k%d" % i
         v = env.view("kill", turn)
         assert v is not None and v.answer == "answer %d" % i and v.prompt == "long turn %d: read every log" % i, (turn, landed)
