@@ -236,8 +236,9 @@ def inquiry_from_hits(message: dict, searcher: Searcher, budget: int, *, local_u
     searcher._refresh()
     from eggshell.search.background import Calibration
 
+    turns = message.get("turns")  # how many turns the search weighed (relevance.lift)
     judged = judge(q["text"], [(searcher.by_id[h["id"]], h) for h in hits if h.get("id") in searcher.by_id],
-                   Calibration.of(message.get("calibration")))
+                   Calibration.of(message.get("calibration")), turns if type(turns) is int and turns > 0 else len(searcher.views))
     retrieved = nominate(q["text"], judged, most=_top_k(message))
     return Inquiry(q["text"], q["text"], tuple(retrieved), budget, chat, delivered, compacted, local_union=local_union,
                    considered=tuple(judged))

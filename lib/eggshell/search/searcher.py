@@ -357,7 +357,7 @@ def hits_message(searcher: Searcher, message: object, top_k: int, min_coverage: 
     if text is None:
         return None
     hits = searcher.search(text, top_k, min_coverage)
-    out = {"query": message["query"], "hits": [asdict(h) for h in hits]}
+    out = {"query": message["query"], "hits": [asdict(h) for h in hits], "turns": len(searcher.views)}
     if searcher.others:  # turns outside the ranking the relevance decision weighs too; of all, it hands over top_k at most
         out["candidates"] = [asdict(h) for h in searcher.others]
         out["top_k"] = top_k

@@ -54,6 +54,25 @@ def test_no_check_passes_on_part_of_its_evidence(kw):
     assert len(v.missing()) == len(R.CHECKS) - (0 if kw.get("latest") else 1)
 
 
+def test_a_store_past_the_sizes_the_thresholds_were_chosen_on_asks_more_of_the_weak_checks():
+    """The best z of n unrelated turns grows like sqrt(2 ln n): in 500 runs, one specific word and
+    z 3.8, or a short prompt's words, were met by chance (unrelated prompts handed something 0.175)."""
+    assert R.lift(1) == R.lift(R.N_CHOSEN) == 0.0
+    assert 0 < R.lift(R.N_CHOSEN + 1) < R.lift(500) < R.lift(100_000)
+    assert abs(R.lift(500) - (2 * __import__("math").log(500)) ** 0.5 + (2 * __import__("math").log(R.N_CHOSEN)) ** 0.5) < 1e-9
+    weak = [dict(z=R.Z_WORDS + 0.3, specific=("maria",)), dict(z=R.Z_ALONE + 0.3), dict(share=1.0, specific=("john", "problem"))]
+    for kw in weak:
+        assert R.decide(ev(**kw, turns=R.N_CHOSEN)).bears, kw
+        v = R.decide(ev(**kw, turns=500))
+        assert not v.bears, kw
+        assert any("%.1f" % (R.Z_WORDS + R.lift(500)) in m or "specific words in a store of 500" in m or
+                   "%.1f" % (R.Z_ALONE + R.lift(500)) in m for m in v.missing())
+    strong = [dict(anchors=("compute_late_fee",)), dict(cosine=R.SEMANTIC_FLOOR), dict(share=0.7, specific=("a", "b", "c")),
+              dict(z=R.Z_FOLLOW, latest=True, follows=("that",))]  # the latest turn is one turn, however big the store
+    for kw in strong:
+        assert R.decide(ev(**kw, turns=100_000)).bears, kw
+
+
 @pytest.mark.parametrize("prompt, words", [
     ("If finance wants 2% instead, what do I have to touch?", ("instead",)),
     ("Does anything else depend on that number?", ("else", "that")),
@@ -148,7 +167,7 @@ def test_egg_query_s_message_carries_the_calibration_and_the_turns_weighed_besid
     [c] = msg["candidates"]
     assert c["via"] == "nearest" and c["latest"] is True and c["rank"] == 0 and isinstance(c["semantic"], float)
     mean, sd = msg["calibration"]
-    assert -1 < mean < 1 and 0 < sd < 1 and msg["top_k"] == 5
+    assert -1 < mean < 1 and 0 < sd < 1 and msg["top_k"] == 5 and msg["turns"] == 1
     assert R.decide(R.evidence(R.prompt_terms("x"), "", c["semantic"], Calibration(mean, sd), True, frozenset(), ("instead",))).bears
 
 
