@@ -22,7 +22,10 @@ QUERY_EMBED_LIMIT = 256  # windows a query may embed for records not indexed yet
 # ... and the seconds it may spend on them: catch-up stops there, keeping what it embedded, so a
 # provider's deadline is never spent on windows that are then lost (a child killed mid-batch).
 QUERY_EMBED_BUDGET_S = 4.0
-QUERY_WINDOWS = 4  # of a query's windows, the ones embedded: measured on swe-msa, 16 gave nothing more (docs/benchmarks.md)
+# Of a query's windows, the ones embedded: its opening. A pasted issue's later windows (logs,
+# code, tracebacks) matched every record that held the like; measured on swe `related` (dev),
+# hybrid R@5 rose with 1 window against 4 and 16 (docs/benchmarks.md, "Ranking, 6 Dec 2026").
+QUERY_WINDOWS = 1
 QUERY_BATCH = 32  # windows per cache segment at query time: each is stored as soon as it is made
 NO_SCORE = -np.inf
 

@@ -36,12 +36,13 @@ from helpers import bash, turn_record
 # -- BM25 against an independent reference ------------------------------------------------
 
 
-def ref_bm25(docs, query, k1=1.2, b=0.75):
-    """Okapi BM25 with the non-negative idf log(1 + (N - n + .5) / (n + .5)), written from the textbook;
-    coverage: the idf share of the query's terms this one holds, of which at most three that no
-    document holds count."""
+def ref_bm25(docs, query, k1=1.2, b=0.75, k3=5.0):
+    """Okapi BM25 with the non-negative idf log(1 + (N - n + .5) / (n + .5)) and Robertson's
+    query-term factor (k3 + 1) qtf / (k3 + qtf), written from the textbook; coverage: the idf
+    share of the query's terms this one holds, of which at most three that no document holds count."""
     n_docs = len(docs)
     avgdl = sum(map(len, docs)) / n_docs
+    qtf = Counter(query)
     q = list(dict.fromkeys(query))
     idf = {}
     for t in q:
@@ -50,7 +51,8 @@ def ref_bm25(docs, query, k1=1.2, b=0.75):
     out = []
     for i, d in enumerate(docs):
         tf = Counter(d)
-        s = sum(idf[t] * tf[t] * (k1 + 1) / (tf[t] + k1 * (1 - b + b * len(d) / avgdl)) for t in q if tf[t])
+        s = sum((k3 + 1) * qtf[t] / (k3 + qtf[t]) * idf[t] * tf[t] * (k1 + 1) / (tf[t] + k1 * (1 - b + b * len(d) / avgdl))
+                for t in q if tf[t])
         held_somewhere = [t for t in q if any(t in e for e in docs)]
         nowhere = [t for t in q if t not in held_somewhere][:3]
         cov = sum(idf[t] for t in q if tf[t]) / (sum(idf[t] for t in held_somewhere + nowhere) or 1.0)
@@ -85,6 +87,20 @@ def test_bm25_best_first_ties_by_document_order(docs, q):
     # only documents that share a term with the query
     assert all(set(q) & set(docs[s.index]) for s in got)
     assert {s.index for s in got} == {i for i, d in enumerate(docs) if set(q) & set(d)}
+
+
+def test_a_term_the_query_repeats_counts_more_up_to_a_limit():
+    """A pasted issue names the function it is about again and again; a short question says each
+    word once and ranks as plain BM25 would."""
+    from eggshell.search.rank import K3, query_weights
+
+    docs = [["fee", "late"], ["rate", "daily"]]
+    once = BM25(docs).search(["fee", "rate"])
+    assert once[0].score == pytest.approx(once[1].score)  # equal footing: one mention each
+    got = BM25(docs).search(["fee", "rate", "rate", "rate"])
+    assert [g.index for g in got] == [1, 0]
+    w = query_weights(["rate"] * 1000 + ["fee"])
+    assert w["fee"] == 1.0 and 1.0 < w["rate"] < K3 + 1 and list(w) == ["rate", "fee"]
 
 
 def test_bm25_rare_term_outweighs_common_term():
@@ -621,20 +637,22 @@ def test_a_searcher_grown_through_settled_and_sealed_turns_ranks_like_a_fresh_on
     assert sorted(v.id for v in warm.by_id.values()) == sorted(v.id for v in turn_views(Store.open(path).graph))
 
 
-def _ref_best(texts, query, docs, k1=1.2, b=0.75):
-    """Best-line BM25 written out: every nonblank line a document, its best line's score per text."""
+def _ref_best(texts, query, docs, k1=1.2, b=0.75, k3=5.0):
+    """Best-line BM25 written out: every nonblank line a document, its best line's score per text
+    (with the query-term factor of ref_bm25)."""
     lines = [[terms(x) for x in t.split("\n") if x.strip()] for t in texts]
     flat = [ts for ls in lines for ts in ls if ts]
     n, avgdl = len(flat), (sum(map(len, flat)) / len(flat) if flat else 1.0)
     df = Counter(t for ts in flat for t in set(ts))
     q = [t for t in dict.fromkeys(query) if t in df]
+    qtf = Counter(query)
     out = []
     for i in docs:
         scores = []
         for ts in lines[i]:
             tf = Counter(ts)
-            s = sum(math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * (k1 + 1) * tf[t] / (tf[t] + k1 * (1 - b + b * len(ts) / avgdl))
-                    for t in q if tf[t])
+            s = sum((k3 + 1) * qtf[t] / (k3 + qtf[t]) * math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * (k1 + 1) * tf[t]
+                    / (tf[t] + k1 * (1 - b + b * len(ts) / avgdl)) for t in q if tf[t])
             if any(tf[t] for t in q):
                 scores.append(s)
         if scores and max(scores) > 0:

@@ -74,7 +74,7 @@ class WindowedEncoder(SlowEncoder):
 
 def test_a_long_query_embeds_only_its_first_windows(tmp_path):
     """Each query window is a model run on every prompt; a 30-window issue embeds the first
-    QUERY_WINDOWS (its title and description), and a short one all it has."""
+    QUERY_WINDOWS (its title and description), and a short one no more than it has."""
     enc = WindowedEncoder()
     idx = semantic.SemanticIndex(enc, str(tmp_path))
     idx.ensure(["record one", "record two"])
@@ -84,4 +84,4 @@ def test_a_long_query_embeds_only_its_first_windows(tmp_path):
     assert enc.calls == [["part %d of the issue" % i for i in range(semantic.QUERY_WINDOWS)]]
     enc.calls.clear()
     idx.scores("title\nbody", ["record one", "record two"])
-    assert enc.calls == [["title", "body"]]
+    assert enc.calls == [["title", "body"][:semantic.QUERY_WINDOWS]]
