@@ -9,7 +9,8 @@ One project of N realistic turns (realistic.py), every window in the vector cach
 embedded for real, the rest near a real one: bench_retrieval.fill_cache), in hybrid mode with
 the real model answering the prompts, answered
 in-process as the warm manager answers (`runtime/turnflow.answer` on UserPromptSubmit with
-warm `Resources`, 4 query windows of stored turns embedded per prompt, as the manager sets).
+warm `Resources`, at most runtime.warm.QUERY_WINDOWS windows of stored turns embedded per prompt, as
+the manager sets; every window is cached, so none is).
 Two versions of lib/eggshell answer it: this tree, and REV (default: the commit before the
 decision) exported with `git archive`; each in its own process, alternating ROUNDS times, so
 the shared machine's noise hits both alike; each round's process warms up on 3 prompts, then
@@ -51,7 +52,7 @@ from eggshell.runtime.warm import Resources
 from eggshell.runtime import turnflow
 from eggshell.hosts.codex import HOST
 from eggshell.config import load
-from eggshell.search.semantic import QUERY_WINDOWS
+from eggshell.runtime.warm import QUERY_WINDOWS
 proj, data, prompts = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 prefix = os.path.join(data, "prefix")
 paths = Paths(prefix, data, os.path.join(prefix, "config.toml"), os.path.join(data, "codex"), os.path.join(sys.argv[1], "..", "bin"))

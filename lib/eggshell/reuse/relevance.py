@@ -50,8 +50,8 @@ Z_FOLLOW = 0.0  # ... above chance, for the latest turn when the prompt reads as
 # turns stand a chance: the best z of n unrelated turns grows like sqrt(2 ln n), so past N_CHOSEN
 # the calibrated checks ask that much more (`lift`), and the words check, whose share a short
 # prompt meets in some turn of hundreds by chance, asks for MANY_WORDS specific words too.
-# Measured on 500 runs: unrelated prompts handed something 0.175 -> 0.05, related unchanged
-# (docs/benchmarks.md, "The relevance decision in a large store").
+# Measured on 500 runs: unrelated questions handed something 0.175 -> 0.025, related unchanged
+# (docs/benchmarks.md, "At 500 runs: the `handoff` set, and the store-size lift").
 N_CHOSEN = 50
 
 

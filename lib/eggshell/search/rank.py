@@ -293,14 +293,14 @@ class Passages:
         turns building one per document was half a warm prompt's search.
         """
         known, df = self.vocab.ids, self.df
-        weight = query_weights(query)
-        q = [known[t] for t in weight if t in known and known[t] < len(df) and df[known[t]]]
-        if not q:
+        weighted = [(known[t], w) for t, w in query_weights(query).items() if t in known and known[t] < len(df) and df[known[t]]]
+        if not weighted:
             return []
+        q = [k for k, _ in weighted]
         idf = {k: math.log(1.0 + (self.n - df[k] + 0.5) / (df[k] + 0.5)) for k in q}
         k1, b, avgdl = self.k1, self.b, (self.avgdl or 1.0)
         order = {t: k for k, t in enumerate(q)}
-        w = [weight[self.vocab.terms[t]] * idf[t] * (k1 + 1) for t in q]
+        w = [qw * idf[k] * (k1 + 1) for k, qw in weighted]
         out = []
         for i in docs:
             top = None

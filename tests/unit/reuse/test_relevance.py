@@ -9,6 +9,8 @@ thresholds, then through the prompt hook on a store of one turn with the real mo
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from eggshell.reuse import relevance as R
@@ -59,7 +61,7 @@ def test_a_store_past_the_sizes_the_thresholds_were_chosen_on_asks_more_of_the_w
     z 3.8, or a short prompt's words, were met by chance (unrelated prompts handed something 0.175)."""
     assert R.lift(1) == R.lift(R.N_CHOSEN) == 0.0
     assert 0 < R.lift(R.N_CHOSEN + 1) < R.lift(500) < R.lift(100_000)
-    assert abs(R.lift(500) - (2 * __import__("math").log(500)) ** 0.5 + (2 * __import__("math").log(R.N_CHOSEN)) ** 0.5) < 1e-9
+    assert R.lift(500) == pytest.approx(math.sqrt(2 * math.log(500)) - math.sqrt(2 * math.log(R.N_CHOSEN)))
     weak = [dict(z=R.Z_WORDS + 0.3, specific=("maria",)), dict(z=R.Z_ALONE + 0.3), dict(share=1.0, specific=("john", "problem"))]
     for kw in weak:
         assert R.decide(ev(**kw, turns=R.N_CHOSEN)).bears, kw
