@@ -14,8 +14,9 @@ the manager sets; every window is cached, so none is).
 Two versions of lib/eggshell answer it: this tree, and REV (default: the commit before the
 decision) exported with `git archive`; each in its own process, alternating ROUNDS times, so
 the shared machine's noise hits both alike; each round's process warms up on 3 prompts, then
-times --prompts prompts (new chats, questions like stored ones and unrelated ones). Prints
-the medians and their ratio; exits 1 when the ratio is over 1.10.
+times --prompts prompts (new chats, questions like stored ones and unrelated ones) and --long
+pasted issues (past rank.LONG_QUERY terms: the long-query ranking). Prints the medians, the
+pasted issues' apart, and the ratio; exits 1 when the ratio is over 1.10.
 
     python tests/bench/bench_relevance.py [--turns 10000] [--prompts 12] [--rounds 3] [--rev REV] [--keep DIR]
 """
@@ -115,6 +116,19 @@ def project(d: str, n: int) -> tuple[str, str]:
     return proj, data
 
 
+def pasted(seed: int) -> str:
+    """A prompt as a pasted issue: a realistic turn's question with what its tools printed (a log, a
+    traceback), past rank.LONG_QUERY terms, so the long-query ranking (tool inputs, openings) is timed."""
+    from eggshell.search.rank import LONG_QUERY
+    from eggshell.search.terms import terms
+
+    r = realistic.record(seed)
+    text = r["prompt"] + "\n\nWhat I see:\n" + "\n".join(str(t.get("output") or "") for t in r["tools"])
+    while len(terms(text)) <= LONG_QUERY:
+        text += "\n" + realistic.record(seed + len(text))["prompt"]
+    return text
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--turns", type=int, default=10000)
@@ -122,14 +136,18 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rev", default="d72a166^", help="the version before the relevance decision (default %(default)s)")
     ap.add_argument("--keep", metavar="DIR")
+    ap.add_argument("--long", type=int, default=2, help="pasted-issue prompts (past rank.LONG_QUERY terms) added, timed apart too")
     a = ap.parse_args()
     d = a.keep or tempfile.mkdtemp(prefix="egg-bench-relevance-")
     proj, data = project(d, a.turns)
     old = export(a.rev, os.path.join(d, "old"))
     new = os.path.join(REPO, "lib")
     prompts = [realistic.record(i * 97 + 5)["prompt"] for i in range(a.prompts - len(UNRELATED))] + list(UNRELATED)
+    short = len(prompts)
+    prompts += [pasted(i * 131 + 7) for i in range(a.long)]
     env = dict(os.environ, EGGSHELL_DATA_ROOT=data, EGGSHELL_MANAGER="off", HF_HUB_OFFLINE="1")
     times: dict[str, list[float]] = {"before": [], "decision": []}
+    long_times: dict[str, list[float]] = {"before": [], "decision": []}
     handed: dict[str, int] = {"before": 0, "decision": 0}
     for r in range(a.rounds):
         for name, lib in (("before", old), ("decision", new)) if r % 2 == 0 else (("decision", new), ("before", old)):
@@ -139,6 +157,7 @@ def main() -> int:
                 return 2
             out = json.loads(got.stdout.strip().splitlines()[-1])
             times[name] += out["times"]
+            long_times[name] += out["times"][short:]
             handed[name] += out["handed"]
             print("round %d %-8s median %.1f ms" % (r + 1, name, statistics.median(out["times"]) * 1000), flush=True)
     med = {k: statistics.median(v) * 1000 for k, v in times.items()}
@@ -148,6 +167,10 @@ def main() -> int:
     print("| --- | ---: | ---: | ---: |")
     for k in ("before", "decision"):
         print("| %s | %.1f ms | %.1f ms | %d of %d |" % (k, med[k], p90[k], handed[k], len(times[k])))
+    if a.long:
+        lm = {k: statistics.median(v) * 1000 for k, v in long_times.items()}
+        print("\nthe %d pasted-issue prompts alone: before %.1f ms, now %.1f ms median (ratio %.3f)"
+              % (a.long, lm["before"], lm["decision"], lm["decision"] / lm["before"]))
     print("\nratio decision / before: %.3f (target <= %.2f)" % (ratio, TARGET_RATIO))
     return 0 if ratio <= TARGET_RATIO else 1
 

@@ -63,8 +63,9 @@ if __name__ == "__main__":  # run as a script from a checkout: the product is ..
 
 from eggshell.search import local as local_mod, rank as rank_mod  # noqa: E402
 from eggshell.search.local import Provider  # noqa: E402
-from eggshell.search.rank import MODES, RRF_K, Settings, fuse  # noqa: E402
+from eggshell.search.rank import MODES, RRF_K, Settings  # noqa: E402
 from eggshell.stages import common as stage  # noqa: E402
+from eggshell.search.terms import terms as query_terms  # noqa: E402
 from eggshell.graph.records import OUTPUT_CAP, RECORD_CAP, ToolView, TurnView, command_of, searchable_text
 from eggshell.graph.turns import normalize_output, work_text
 
@@ -365,7 +366,8 @@ class Rule:
     def describe(self) -> str:
         if self.fusion == "rrf":
             return "fusion rrf (k %d)" % RRF_K
-        return "fusion score, weights %g/%g/%g (whole text / best line / cosine)" % self.weights
+        return ("fusion score, weights %g/%g/%g (whole text / best line / cosine); past %d query terms %g/%g/%g/%g (+ tool inputs),"
+                " %g of the cosine the record's opening" % (*self.weights, rank_mod.LONG_QUERY, *rank_mod.LONG_WEIGHTS, rank_mod.OPENING_SHARE))
 
 
 @dataclass
@@ -471,8 +473,8 @@ def run_task(task: Task, modes: Sequence[str], threshold: float, sweep: Sequence
                                    "passages": back(r.passages), "anchors": back(r.anchors), "semantic": back(r.semantic)}) + "\n")
         for mode, t in keys:
             sem = [(i, s) for i, s in r.semantic if s >= t]
-            sel = fuse(mode, TOP_K, anchor_k, lexical, sem, anchors, len(texts), r.passages,
-                       fusion=rule.fusion, floor=t, weights=rule.weights)[0]
+            sel = main.settings.fuse(mode, TOP_K, lexical, sem, anchors, len(texts), r.passages, floor=t,
+                                     opening=r.opening, query_terms=len(query_terms(case.text)))[0]
             out.rankings[(mode, t)].append([idx[i] for i in sel])
         if qn < CHECKED:
             for (mode, t), p in checkers.items():
@@ -600,8 +602,9 @@ def run_task_searcher(task: Task, modes: Sequence[str], threshold: float, sweep:
                     out.errors += 1
                     raise RuntimeError("%s: query %s: %s" % (label, case.id, r.error))
                 score = dict(r.fused)
-                cosines[case.id] = [(i, score[i]) for i in r.selected]
-            return SemanticList([(i, v) for i, v in cosines[case.id] if v >= at[0]][:k], at[0], cosine=True)
+                cosines[case.id] = ([(i, score[i]) for i in r.selected], dict(r.opening))
+            ranked, opening = cosines[case.id]
+            return SemanticList([(i, v) for i, v in ranked if v >= at[0]][:k], at[0], cosine=True, opening=opening)
 
         return semantic
 

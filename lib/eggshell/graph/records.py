@@ -204,6 +204,15 @@ def searchable_text(t: TurnView) -> str:
     return "\n".join(p for p in parts if p)[:RECORD_CAP]
 
 
+def tool_inputs(t: TurnView) -> str:
+    """What a turn ran, read and changed: its tool calls' whole inputs, edits included.
+
+    searchable_text keeps only each call's command and path, which a reader scans; ranking
+    a long query also weighs these (search/rank.LONG_WEIGHTS). Capped as a record is.
+    """
+    return "\n".join(tool.work for tool in t.tools)[:RECORD_CAP]
+
+
 def index_items(views: Iterable[TurnView]) -> list[dict]:
     """Provider `index` items for these turns: id and text, and what the built-in provider checks
     right before it writes a vector (graph/tombstones.Gate): the store, the turn's (session, turn)

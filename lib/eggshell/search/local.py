@@ -12,7 +12,7 @@ import time
 from typing import Any, Callable
 
 from eggshell.log import warn
-from eggshell.search.rank import BM25, LEXICAL_DEPTH, PASSAGE_DEPTH, Passages, Ranked, Settings, anchor_ranking, fuse, lexical_index
+from eggshell.search.rank import BM25, LEXICAL_DEPTH, PASSAGE_DEPTH, Passages, Ranked, Settings, anchor_ranking, lexical_index
 from eggshell.search.terms import terms
 
 
@@ -128,24 +128,30 @@ class Provider:
             lexical, passages, anchors = self._lexical(query, texts)
         t1 = time.perf_counter()
         semantic: list[tuple[int, float]] = []
+        opening: list[tuple[int, float]] = []
         error = None
         calibration = None
         if self.uses_model and texts:
             try:
                 idx = self._index()
-                sc = idx.scores(query, texts, self.write_gate)
+                sc, first = idx.window_scores(query, texts, self.write_gate)
                 calibration = self._calibration(idx)
-                semantic = sorted(((j, float(v)) for j, v in enumerate(sc) if v >= s.threshold), key=lambda x: (-x[1], x[0]))
+                semantic = best_first(sc, s.threshold)
             except Exception as e:
                 error = "%s: %s" % (type(e).__name__, e)
                 self._failed("query", e)
         t2 = time.perf_counter()
         mode = s.mode if error is None else "lexical"
-        selected, fused = fuse(mode, s.top_k, s.anchor_k, lexical, semantic, anchors, len(texts), passages,
-                               fusion=s.fusion, floor=s.threshold, weights=s.weights)
+        n_terms = len(terms(query))
+        if semantic and mode == "hybrid" and n_terms > s.long_query:  # fusion blends every record's opening in
+            opening = [(j, float(first[j])) for j, _ in semantic]
+        selected, fused = s.fuse(mode, s.top_k, lexical, semantic, anchors, len(texts), passages, opening=opening,
+                                 query_terms=n_terms)
+        if semantic and not opening:  # only the selected records' openings: a Searcher asking this one blends those
+            opening = [(i, float(first[i])) for i in selected if first[i] > NO_OPENING]
         t3 = time.perf_counter()
         ms = lambda a, b: round((b - a) * 1000, 3)  # noqa: E731
-        return Ranked(selected, lexical, passages, anchors, semantic, fused, {"lexical": ms(t0, t1), "semantic": ms(t1, t2), "fuse": ms(t2, t3), "total": ms(t0, t3)},
+        return Ranked(selected, lexical, passages, anchors, semantic, opening, fused, {"lexical": ms(t0, t1), "semantic": ms(t1, t2), "fuse": ms(t2, t3), "total": ms(t0, t3)},
                       error, calibration if error is None else None)
 
     def _lexical(self, query: str, texts: list[str]):
@@ -207,3 +213,17 @@ def append_trace(path: str, record: dict, log: Callable[[str], None]) -> None:
             os.close(fd)
     except OSError as e:
         log("cannot write the trace %s: %s" % (path, e))
+
+
+NO_OPENING = float("-inf")  # a blank text's: it has no window
+
+
+def best_first(scores, threshold: float) -> list[tuple[int, float]]:
+    """(index, score) of the scores at or above threshold, best first, ties by index: with numpy,
+    since the relevance decision has every candidate reported (100,000 at the largest store)."""
+    import numpy as np
+
+    idx = np.flatnonzero(scores >= threshold)
+    vals = scores[idx]
+    order = np.lexsort((idx, -vals))
+    return list(zip(idx[order].tolist(), vals[order].astype(np.float64).tolist()))

@@ -51,7 +51,8 @@ def in_process_for(settings: Settings, data_root: str | None, log: Callable[[str
             log("the built-in model failed: %s; %s" % (r.error, DROPPED_NOTE))
             return Dropped("the built-in model failed: %s" % r.error)
         score = dict(r.fused)
-        return SemanticList([(i, score[i]) for i in r.selected[:k]], floor, cosine=True, calibration=r.calibration)
+        return SemanticList([(i, score[i]) for i in r.selected[:k]], floor, cosine=True, calibration=r.calibration,
+                            opening=dict(r.opening) or None)
 
     semantic.provider = provider  # type: ignore[attr-defined]
     return semantic
@@ -75,7 +76,8 @@ def child(argv: list[str], log: Callable[[str], None], deadline_s: float = PROVI
             log("search provider %s failed: %s; %s" % (argv[0], r.error, DROPPED_NOTE))
             return Dropped("search provider %s failed: %s" % (argv[0], r.error))
         if r.scores is not None:
-            return SemanticList(list(zip(r.related, r.scores)), floor, cosine, r.calibration if cosine else None)
+            opening = dict(zip(r.related, r.opening)) if (cosine and r.opening is not None) else None
+            return SemanticList(list(zip(r.related, r.scores)), floor, cosine, r.calibration if cosine else None, opening)
         n = len(r.related)
         return SemanticList([(i, (n - j) / n) for j, i in enumerate(r.related)], 0.0)
 

@@ -76,6 +76,7 @@ class ProviderResult:
     elapsed_ms: float
     scores: tuple[float, ...] | None = None  # parallel to related, when the provider sent usable ones
     calibration: object = None  # background.Calibration, when the reply sent a usable [mean, sd]
+    opening: tuple[float, ...] | None = None  # parallel to related: each record's opening-window cosine (clean_opening)
 
 
 def _finite(x: Any) -> bool:
@@ -104,6 +105,19 @@ def clean_related(reply: Any, n_candidates: int, top_k: int) -> tuple[tuple[int,
     if sc is not None and not paired:
         notes.append("ignored \"scores\" (not one finite number per index)")
     return kept, ("; ".join(notes) or None), (tuple(seen[i] for i in kept) if paired else None)
+
+
+def clean_opening(reply: dict, kept: tuple[int, ...]) -> tuple[float, ...] | None:
+    """The reply's optional "opening" (each related record's opening-window cosine, from the
+    built-in egg-index) for the kept indices; None unless one finite number pairs with each index."""
+    raw, op = reply.get("related"), reply.get("opening")
+    if not isinstance(op, list) or not isinstance(raw, list) or len(op) != len(raw) or not all(_finite(x) for x in op):
+        return None
+    first: dict[int, float] = {}
+    for i, v in zip(raw, op):
+        if type(i) is int:
+            first.setdefault(i, float(v))
+    return tuple(first[i] for i in kept)
 
 
 def _encode(obj: Any) -> bytes:
@@ -182,8 +196,8 @@ class ProviderClient:
         deadline = t0 + self.deadline_s
 
         def done(related: tuple[int, ...] | None, error: str | None, scores: tuple[float, ...] | None = None,
-                 calibration: object = None) -> ProviderResult:
-            return ProviderResult(related, error, (time.monotonic() - t0) * 1000.0, scores, calibration)
+                 calibration: object = None, opening: tuple[float, ...] | None = None) -> ProviderResult:
+            return ProviderResult(related, error, (time.monotonic() - t0) * 1000.0, scores, calibration, opening)
 
         try:
             line = _encode({"query": {"id": query_id, "text": text}, "candidates": candidates})
@@ -222,7 +236,7 @@ class ProviderClient:
         self._slow = 0
         from eggshell.search.background import Calibration
 
-        return done(related, note, scores, Calibration.of(reply.get("calibration")))
+        return done(related, note, scores, Calibration.of(reply.get("calibration")), clean_opening(reply, related))
 
     # -- the child ----------------------------------------------------------------
 

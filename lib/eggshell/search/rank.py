@@ -440,6 +440,19 @@ FUSIONS = ("score", "rrf")
 # Weights of the score fusion: whole-text BM25, best-line BM25, cosine (docs/benchmarks.md).
 WEIGHTS = (0.6, 0.1, 0.3)
 
+# A query of more than LONG_QUERY terms is a pasted issue or log, not a question: its BM25 sums
+# a hundred terms, the traceback's and the template's among them, and matches every record
+# that printed the same; the model reads its opening (the title and description) as a topic.
+# So a long query leans on the cosine, of which OPENING_SHARE is the record's opening (its own
+# request's title and description: a later issue reads like the one it follows), and on BM25
+# of what each turn ran, read and changed (its tool inputs, edits included: the whole text
+# keeps only their command and path). Chosen on swe `related` (dev), reported on `heldout`
+# (docs/benchmarks.md, "Long queries, 6 Dec 2026"). Chat questions and LoCoMo's are far
+# shorter, so they rank as before.
+LONG_QUERY = 100
+LONG_WEIGHTS = (0.3, 0.1, 0.6, 0.2)  # whole text, best line, cosine, tool inputs
+OPENING_SHARE = 0.25
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -457,6 +470,13 @@ class Settings:
     b: float = B  # BM25 length normalization
     fusion: str = "score"  # or "rrf", reciprocal rank fusion
     weights: tuple[float, float, float] = WEIGHTS
+    long_query: int = LONG_QUERY  # terms past which a query takes long_weights
+    long_weights: tuple[float, float, float, float] = LONG_WEIGHTS
+    opening_share: float = OPENING_SHARE  # of a long query's cosine in hybrid fusion: the record's opening windows
+
+    def weights_for(self, query_terms: int) -> tuple[float, float, float, float]:
+        """The fusion weights for a query of this many terms: whole text, best line, cosine, tool inputs."""
+        return self.long_weights if query_terms > self.long_query else (*self.weights, 0.0)
 
     @staticmethod
     def from_config(cfg, **given) -> "Settings":
@@ -467,10 +487,24 @@ class Settings:
             kw["threshold"] = cfg.threshold
         return Settings(**{**kw, **given})
 
-    def fuse(self, mode: str, top_k: int, lexical, semantic, anchors, n: int, passages=(), floor: float | None = None):
-        """`fuse` with these settings (its anchors, fusion and weights; `floor`: the semantic side's own, else the threshold)."""
+    def fuse(self, mode: str, top_k: int, lexical, semantic, anchors, n: int, passages=(), floor: float | None = None,
+             work=(), opening=(), query_terms: int = 0):
+        """`fuse` with these settings (its anchors, fusion, and the weights for a query of
+        `query_terms` terms; `floor`: the semantic side's own, else the threshold). `opening`:
+        (index, cosine of the record's opening windows); a long query's hybrid fusion blends it
+        into the cosine. The semantic mode's own ranking stays the cosine: it is what a provider
+        reports, and what the relevance decision judges."""
+        floor = self.threshold if floor is None else floor
+        if mode == "hybrid" and opening and query_terms > self.long_query and self.opening_share:
+            semantic = [(i, v) for i, v in with_opening(semantic, dict(opening), self.opening_share) if v >= floor]
         return fuse(mode, top_k, self.anchor_k, lexical, semantic, anchors, n, passages, fusion=self.fusion,
-                    floor=self.threshold if floor is None else floor, weights=self.weights)
+                    floor=floor, weights=self.weights_for(query_terms), work=work)
+
+
+def with_opening(semantic: list[tuple[int, float]], opening: dict[int, float], share: float) -> list[tuple[int, float]]:
+    """Each cosine with `share` of it taken from the record's opening (its own where none came), best first."""
+    mixed = [(i, (1.0 - share) * v + share * opening.get(i, v)) for i, v in semantic]
+    return sorted(mixed, key=lambda kv: (-kv[1], kv[0]))
 
 
 @dataclass
@@ -482,6 +516,7 @@ class Ranked:
     passages: list[tuple[int, float]] = field(default_factory=list)  # best-line BM25
     anchors: list[tuple[int, float]] = field(default_factory=list)
     semantic: list[tuple[int, float]] = field(default_factory=list)  # thresholded
+    opening: list[tuple[int, float]] = field(default_factory=list)  # opening-window cosines: the selected records' (every semantic one's when fusion blended them)
     fused: list[tuple[int, float]] = field(default_factory=list)  # the ranking the mode used
     timings_ms: dict[str, float] = field(default_factory=dict)
     error: str | None = None
@@ -490,14 +525,17 @@ class Ranked:
 
 def fuse(mode: str, top_k: int, anchor_k: int, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
          anchors: list[tuple[int, float]], n: int, passages: list[tuple[int, float]] = (), *, fusion: str = "score",
-         floor: float = DEFAULT_THRESHOLD, weights: tuple[float, float, float] = WEIGHTS) -> tuple[list[int], list[tuple[int, float]]]:
+         floor: float = DEFAULT_THRESHOLD, weights: tuple[float, ...] = WEIGHTS,
+         work: list[tuple[int, float]] = ()) -> tuple[list[int], list[tuple[int, float]]]:
     """(selection, the ranking the mode used): the one rule every caller (provider, egg-query, eval) uses.
 
     `floor` is the least semantic score that counts (the threshold): it maps to 0 when
-    scores are normalized, so a cosine just above it adds almost nothing.
+    scores are normalized, so a cosine just above it adds almost nothing. `weights`: whole
+    text, best line, cosine, and optionally `work` (BM25 of the turns' tool inputs, which
+    only the Searcher holds: the provider protocol carries one text per candidate).
     """
-    w_doc, w_line, w_sem = weights
-    lex = blend((w_doc, list(lexical), 0.0), (w_line, list(passages), 0.0)) if passages else list(lexical)
+    w_doc, w_line, w_sem, w_work = (*weights, 0.0)[:4]
+    lex = blend((w_doc, list(lexical), 0.0), (w_line, list(passages), 0.0), (w_work, list(work), 0.0)) if (passages or work) else list(lexical)
     if mode == "lexical":
         ranking = lex
     elif mode == "semantic":
@@ -505,5 +543,5 @@ def fuse(mode: str, top_k: int, anchor_k: int, lexical: list[tuple[int, float]],
     elif fusion == "rrf":
         ranking = rrf([i for i, _ in lex], [i for i, _ in semantic])
     else:
-        ranking = blend((w_doc, list(lexical), 0.0), (w_line, list(passages), 0.0), (w_sem, list(semantic), floor))
+        ranking = blend((w_doc, list(lexical), 0.0), (w_line, list(passages), 0.0), (w_sem, list(semantic), floor), (w_work, list(work), 0.0))
     return select(n, top_k, [i for i, _ in anchors[:anchor_k]], [i for i, _ in ranking]), ranking

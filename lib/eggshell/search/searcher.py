@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, NamedTuple
 
 from eggshell.config import DEFAULT_MIN_COVERAGE
-from eggshell.graph.records import LiveViews, TurnView, searchable_text
+from eggshell.graph.records import LiveViews, TurnView, searchable_text, tool_inputs
 from eggshell.graph.store import Store
 from eggshell.graph.tombstones import Unchanged
 from eggshell.log import warn
@@ -49,6 +49,7 @@ class SemanticList(NamedTuple):
     floor: float
     cosine: bool = False
     calibration: object = None  # background.Calibration of the query (cosine scores only)
+    opening: dict[int, float] | None = None  # the built-in model's cosine of each ranked record's opening windows
 
 
 def semantic_depth(top_k: int) -> int:
@@ -108,6 +109,7 @@ class Searcher:
         self.by_id: dict[str, TurnView] = {}
         self.candidates: list[dict] = []
         self._bm25: BM25 | None = None
+        self._work: BM25 | None = None  # BM25 of each turn's tool inputs (records.tool_inputs), for long queries
         self._passages: Passages | None = None
         self._terms: dict[str, Coded] = {}  # text -> its line terms (in the Passages' vocabulary), for the next rebuild
         self._fixed: list[TurnView] | None = None
@@ -154,19 +156,19 @@ class Searcher:
         statistics are those of the live turns, as a rebuild would make them. At 10,000 turns a
         rebuild took 10 to 18 s of the manager's worker for every such turn.
         """
-        if self._bm25 is None or self._passages is None or len(self._live) != len(self.stores):
+        if self._bm25 is None or self._work is None or self._passages is None or len(self._live) != len(self.stores):
             return False
         if any(lv.stale(s.graph) for lv, s in zip(self._live, self.stores)):
             return False
         changes = [c for lv in self._live for c in lv.update()]
         by_id, index = dict(self.by_id), dict(self._index)
-        gone: list[int] = []
+        gone: list[tuple[int, TurnView]] = []
         added: list[TurnView] = []
         for view, prior in changes:
             if prior is not None:
                 if by_id.get(prior.id) is not prior:
                     return False  # held through another store: only a rebuild knows which one serves it now
-                gone.append(index.pop(prior.id))
+                gone.append((index.pop(prior.id), prior))
                 del by_id[prior.id]
             if view.id in by_id:
                 return False  # the same turn in two stores: a rebuild keeps the first store's
@@ -176,12 +178,14 @@ class Searcher:
         passages, vocab = self._passages, self._passages.vocab
         per_doc = [self._terms.get(c["text"]) or vocab.code(line_terms(c["text"], terms)) for c in items]
         candidates = list(self.candidates)
-        for i in gone:
+        for i, prior in gone:
             self._terms.pop(candidates[i]["text"], None)
             self._bm25.remove(i, vocab.flat(passages.remove(i)))
+            self._work.remove(i, terms(tool_inputs(prior)))
             candidates[i] = {"id": candidates[i]["id"], "text": ""}  # a blank text: the semantic side scores it never
         self._terms.update((c["text"], d) for c, d in zip(items, per_doc))
         self._bm25.extend([vocab.flat(d) for d in per_doc])
+        self._work.extend([terms(tool_inputs(v)) for v in added])
         passages.extend([c["text"] for c in items], per_doc)
         base = len(self.views)
         index.update((v.id, base + k) for k, v in enumerate(added))
@@ -219,6 +223,7 @@ class Searcher:
             self._terms[t] = got
             per_doc.append(got)
         self._bm25, self._passages = lexical_index(texts, terms, self.k1, self.b, per_doc, vocab)
+        self._work = BM25([terms(tool_inputs(v)) for v in self.views], self.k1, self.b)
         self._stamp = stamp
 
     def write_gate(self) -> Callable[[], bool] | None:
@@ -248,8 +253,11 @@ class Searcher:
         lexical = [(s.index, s.score) for s in self._bm25.search(q, LEXICAL_DEPTH, min_coverage)]
         passages = self._passages.best(q, [i for i, _ in lexical[:PASSAGE_DEPTH]])
         anchors = [(s.index, s.score) for s in anchor_ranking(self._bm25, q, self.anchor_k)]
+        long = self.settings.weights_for(len(q))[3] > 0  # a pasted issue or log: what each turn ran counts too
+        work = [(s.index, s.score) for s in self._work.search(q, LEXICAL_DEPTH)] if (long and self._work is not None) else []
         t2 = time.perf_counter()
         semantic: list[tuple[int, float]] = []
+        opening: list[tuple[int, float]] = []
         floor = 0.0
         cosines: dict[int, float] = {}
         mode = self.mode
@@ -273,8 +281,11 @@ class Searcher:
                     cosines = dict(semantic)  # every cosine reported; fusion counts those at the floor or above
                     semantic = [(i, v) for i, v in semantic if v >= floor]
                     self.calibration = got.calibration
+                    if got.opening:
+                        opening = [(i, float(got.opening[i])) for i, _ in semantic if i in got.opening]
         t3 = time.perf_counter()
-        selected, fused = self.settings.fuse(mode, top_k, lexical, semantic, anchors, n, passages, floor=floor)
+        selected, fused = self.settings.fuse(mode, top_k, lexical, semantic, anchors, n, passages, floor=floor, work=work, opening=opening,
+                                             query_terms=len(q))
         score = dict(fused)
         hits = []
         latest = self.latest()
@@ -297,7 +308,7 @@ class Searcher:
                 "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "mode": self.mode, "answered_as": mode, "semantic_dropped": self.dropped, "model": self.model,
                 **trace_rankings(lambda i: self.views[i].id, n, lexical=lexical, passages=passages, anchors=anchors,
-                                 semantic=semantic, fused=fused),
+                                 work=work, semantic=semantic, fused=fused),
                 "selected": selected,
                 "timings_ms": {"load": ms(t0, t1), "lexical": ms(t1, t2), "semantic": ms(t2, t3), "fuse": ms(t3, t4), "total": ms(t0, t4)},
             }, lambda m: warn("egg-query", m))

@@ -26,6 +26,7 @@ QUERY_EMBED_BUDGET_S = 4.0
 # code, tracebacks) matched every record that held the like; measured on swe `related` (dev),
 # hybrid R@5 rose with 1 window against 4 and 16 (docs/benchmarks.md, "Ranking, 6 Dec 2026").
 QUERY_WINDOWS = 1
+OPENING_WINDOWS = 2  # a record's opening: its first windows, where its request's title and description are
 QUERY_BATCH = 32  # windows per cache segment at query time: each is stored as soon as it is made
 NO_SCORE = -np.inf
 
@@ -157,11 +158,18 @@ class SemanticIndex:
     def scores(self, query: str, texts: list[str], gate: Callable[[], bool] | None = None) -> np.ndarray:
         """Cosine of each text's best window with the best query window; -inf for blank texts.
         `gate`: the candidates' windows are cached only while it is open (ensure)."""
+        return self.window_scores(query, texts, gate)[0]
+
+    def window_scores(self, query: str, texts: list[str], gate: Callable[[], bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(each text's best-window cosine, the best of its first OPENING_WINDOWS): a record's
+        opening is its request's title and description, which a long query's own opening is
+        compared with (rank.OPENING_SHARE). -inf for blank texts in both."""
         out = np.full(len(texts), NO_SCORE, dtype=np.float32)
+        opening = np.full(len(texts), NO_SCORE, dtype=np.float32)
         self.query_vectors = None
         qwin = self.query_windows(query)
         if not qwin or not texts:
-            return out
+            return out, opening
         self.cache.check_purge()  # purged rows leave this process's memory before the next answer
         self._sync()
         flat, lengths = self._flat_rows(texts, gate)
@@ -169,7 +177,7 @@ class SemanticIndex:
         self.query_vectors = qv  # the last query's windows: the background is scored against them (local.Provider)
         matrix = self.cache.matrix()
         if not len(flat):
-            return out
+            return out, opening
         if len(flat) * 2 >= len(matrix):
             sims = (matrix @ qv.T).max(axis=1)[flat]  # one product over every stored window
         else:
@@ -177,4 +185,9 @@ class SemanticIndex:
         has = lengths > 0
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[has]
         out[has] = np.maximum.reduceat(sims, starts)
-        return out
+        first = sims[starts]
+        for k in range(1, OPENING_WINDOWS):  # the next windows of texts that have them
+            more = lengths[has] > k
+            first[more] = np.maximum(first[more], sims[starts[more] + k])
+        opening[has] = first
+        return out, opening

@@ -59,6 +59,9 @@ def step_of(provider: Provider, trace: str | None = None) -> stage.Step:
         reply = {"related": r.selected, "scores": [score.get(i, 0.0) for i in r.selected]}  # full precision: egg-query must fuse exactly as in-process
         if r.calibration is not None:
             reply["calibration"] = r.calibration.as_list()  # the prompt's cosines with unrelated turns: [mean, sd]
+        opening = dict(r.opening)
+        if opening and all(i in opening for i in r.selected):  # each record's opening-window cosine: a long query's fusion blends it in
+            reply["opening"] = [opening[i] for i in r.selected]
         return [reply]
 
     return step

@@ -162,17 +162,17 @@ def test_a_failing_model_still_answers_lexically_and_restarts(semantic_provider,
     p = semantic_provider("hybrid")
     texts = ["where is late_fee computed", "bake bread"]
     calls = {"n": 0}
-    real = sem_mod.SemanticIndex.scores
+    real = sem_mod.SemanticIndex.window_scores
 
     def broken(self, *a, **k):
         calls["n"] += 1
         raise RuntimeError("onnx session died")
 
-    monkeypatch.setattr(sem_mod.SemanticIndex, "scores", broken)
+    monkeypatch.setattr(sem_mod.SemanticIndex, "window_scores", broken)
     r = p.rank("late_fee", texts)
     assert r.selected == [0] and "onnx session died" in r.error  # the lexical answer came back
     assert p._semantic is None  # the encoder is dropped and rebuilt on the next request
-    monkeypatch.setattr(sem_mod.SemanticIndex, "scores", real)
+    monkeypatch.setattr(sem_mod.SemanticIndex, "window_scores", real)
     r = p.rank("late_fee", texts)
     assert r.error is None and r.selected[0] == 0 and calls["n"] == 1
 
@@ -286,3 +286,57 @@ def test_embedded_counts_the_texts_ranked_by_all_their_windows_and_loads_nothing
     p.rank("CONFIG_ARCHIVE_SENTINEL_7E29", texts)
     assert p.embedded(texts) == len(texts)
     assert p.embedded(texts + ["a text this provider never saw"]) == len(texts)
+
+
+def test_a_record_s_opening_is_its_best_of_the_first_windows_and_egg_index_reports_it(semantic_provider):
+    """The opening (search/semantic.OPENING_WINDOWS) is what a long query's fusion blends into the
+    cosine; egg-index sends it with each related index, so egg-query's Searcher fuses as the hook's."""
+    from eggshell.search.semantic import OPENING_WINDOWS
+
+    p = semantic_provider("semantic", threshold=-1.0)
+    idx = p._index()
+    head = "why does the late fee double when an invoice is paid a day late"
+    # the opening is about docker; the match is far down the record
+    long_text = "\n".join("docker layer cache step %d pulls the python base image again" % i for i in range(60)) + "\n" + head
+    texts = [long_text, head, "", "bake a loaf of sourdough bread"]
+    best, opening = idx.window_scores("late fee charged twice", texts)
+    rows = idx.ensure(texts, limit=0)
+    assert len(rows[0]) > OPENING_WINDOWS and len(rows[1]) == 1 and len(rows[2]) == 0
+    qv = idx.query_vectors
+    m = idx.cache.matrix()
+    per_window = (m[rows[0]] @ qv.T).max(axis=1)
+    assert opening[0] == pytest.approx(per_window[:OPENING_WINDOWS].max()) and best[0] == pytest.approx(per_window.max())
+    assert opening[1] == best[1] and opening[2] == best[2] == float("-inf")  # one window: its opening is itself; blank: none
+    assert opening[0] < best[0] - 0.2 and (opening <= best).all()
+    (reply,) = index.step_of(p)({"query": {"text": "late fee charged twice"}, "candidates": [{"id": str(i), "text": t} for i, t in enumerate(texts)]})
+    r = p.rank("late fee charged twice", texts)
+    assert reply["opening"] == [dict(r.opening)[i] for i in reply["related"]] and len(reply["opening"]) == len(reply["related"])
+    assert reply["opening"][reply["related"].index(0)] == pytest.approx(float(opening[0]))
+
+
+def test_a_long_query_blends_the_opening_into_the_cosine_in_hybrid_only():
+    from eggshell.search.rank import LONG_QUERY, OPENING_SHARE, Settings, with_opening
+
+    sem, opening = [(0, 0.70), (1, 0.65)], {0: 0.35, 1: 0.65}
+    assert with_opening(sem, opening, OPENING_SHARE) == [(1, 0.65), (0, pytest.approx(0.75 * 0.70 + 0.25 * 0.35))]
+    assert with_opening(sem, {}, OPENING_SHARE) == sem  # none came: a record's own cosine
+    s = Settings()
+    long, short = LONG_QUERY + 1, LONG_QUERY
+    assert s.fuse("hybrid", 2, [], sem, [], 2, opening=opening, query_terms=long)[0] == [1, 0]
+    assert s.fuse("hybrid", 2, [], sem, [], 2, opening=opening, query_terms=short)[0] == [0, 1]
+    assert s.fuse("semantic", 2, [], sem, [], 2, opening=opening, query_terms=long)[0] == [0, 1]  # what a provider reports stays the cosine
+    assert Settings(opening_share=0.0).fuse("hybrid", 2, [], sem, [], 2, opening=opening, query_terms=long)[0] == [0, 1]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from([-1.0, 0.0, 0.25, 0.3, 0.5, 0.51, 0.9, float("-inf"), float("nan")]) | st.floats(-1, 1, width=32),
+                max_size=40), st.sampled_from([-1.0, 0.0, 0.3]))
+def test_best_first_is_the_sorted_scores_at_or_above_the_threshold(xs, threshold):
+    import numpy as np
+
+    from eggshell.search.local import best_first
+
+    sc = np.array(xs, dtype=np.float32)
+    want = sorted(((j, float(v)) for j, v in enumerate(sc) if v >= threshold), key=lambda x: (-x[1], x[0]))
+    got = best_first(sc, threshold)
+    assert got == want and all(type(i) is int and type(v) is float for i, v in got)

@@ -410,3 +410,18 @@ def test_a_slow_child_is_not_replaced_on_every_query(client, tmp_path):
     crash = client(fake("exits_now"), backoff_s=60.0)
     ask(crash)
     assert "backing off" not in (ask(crash)[0].error or "")
+
+
+@pytest.mark.parametrize("reply, kept, want", [
+    ({"related": [2, 0], "opening": [0.4, 0.2]}, (2, 0), (0.4, 0.2)),
+    ({"related": [2, 9, 0], "opening": [0.4, 0.3, 0.2]}, (2, 0), (0.4, 0.2)),  # a dropped index drops its opening
+    ({"related": [2, 0], "opening": [0.4]}, (2, 0), None),  # not one per index
+    ({"related": [2, 0], "opening": [0.4, float("inf")]}, (2, 0), None),
+    ({"related": [2, 0], "opening": [0.4, None]}, (2, 0), None),
+    ({"related": [2, 0], "opening": "0.4,0.2"}, (2, 0), None),
+    ({"related": [2, 0]}, (2, 0), None),  # a provider of the user's own sends none
+])
+def test_clean_opening_pairs_one_finite_number_with_each_index_or_gives_none(reply, kept, want):
+    from eggshell.search.provider import clean_opening
+
+    assert clean_opening(reply, kept) == want

@@ -31,7 +31,7 @@ from eggshell.search.rank import BM25
 from eggshell.graph.records import turn_views
 from eggshell.graph.save import save_turn
 from eggshell.graph.store import Store
-from helpers import bash, turn_record
+from helpers import bash, tool_call, turn_record
 
 # -- BM25 against an independent reference ------------------------------------------------
 
@@ -628,9 +628,10 @@ def test_a_searcher_grown_through_settled_and_sealed_turns_ranks_like_a_fresh_on
         calls.setdefault(k, []).append(bash("rg -n %s src/%d" % (words[0], len(calls.get(k, []))), " ".join(words) + "\n"))
         save_turn(store, turn_record(session="s", turn="t%d" % k, prompt="turn %d about %s" % (k, words[0]), tools=list(calls[k]),
                                      answer=("done: " + " ".join(words)) if sealed_now else None), root="/")
-        got = warm.search(q, top_k=10, min_coverage=0.0)
-        fresh = Searcher([Store.open(path)]).search(q, top_k=10, min_coverage=0.0)
-        assert {h.id: h.score for h in got} == pytest.approx({h.id: h.score for h in fresh})
+        fresh = Searcher([Store.open(path)])
+        for text in (q, " ".join(query * 120)):  # a question, and a query long enough to rank the tool inputs too
+            got = warm.search(text, top_k=10, min_coverage=0.0)
+            assert {h.id: h.score for h in got} == pytest.approx({h.id: h.score for h in fresh.search(text, top_k=10, min_coverage=0.0)})
         assert warm._bm25 is built  # extended, never rebuilt
         store.refresh()
         assert keys.update() == len(turn_views(Store.open(path).graph))
@@ -670,3 +671,62 @@ def test_best_line_scores_match_a_written_out_line_bm25(texts, q):
     for p in (Passages(texts, terms), Passages(texts, terms, line_terms=[line_terms(t, terms) for t in texts])):
         got = p.best(q, docs)
         assert [i for i, _ in got] == [i for i, _ in want] and [s for _, s in got] == pytest.approx([s for _, s in want])
+
+
+# -- long queries: more of the model, and what each turn ran, read and changed ------------------
+
+
+def test_a_query_past_long_query_terms_takes_the_long_weights():
+    from eggshell.search.rank import LONG_QUERY, LONG_WEIGHTS, WEIGHTS, Settings
+
+    s = Settings()
+    assert s.weights_for(1) == s.weights_for(LONG_QUERY) == (*WEIGHTS, 0.0)
+    assert s.weights_for(LONG_QUERY + 1) == LONG_WEIGHTS and LONG_WEIGHTS[3] > 0
+    assert Settings(long_query=5).weights_for(6) == LONG_WEIGHTS
+
+
+def test_fuse_weighs_tool_inputs_only_when_given_a_weight_for_them():
+    from eggshell.search.rank import fuse
+
+    lexical, semantic, work = [(0, 2.0), (1, 1.9)], [(0, 0.61), (1, 0.60)], [(1, 5.0)]
+    short = fuse("hybrid", 2, 0, lexical, semantic, [], 2, work=work, weights=(0.6, 0.1, 0.3))[0]
+    long = fuse("hybrid", 2, 0, lexical, semantic, [], 2, work=work, weights=(0.3, 0.1, 0.6, 0.15))[0]
+    assert short == [0, 1] and long == [1, 0]
+    assert fuse("lexical", 2, 0, lexical, [], [], 2, work=work, weights=(0.3, 0.1, 0.6, 0.15))[0] == [1, 0]
+
+
+ISSUE_WORDS = ("the report shows wrong totals when an invoice spans two months and the customer "
+               "was created before the migration ran so the old rows keep their legacy currency field").split()
+
+
+def _edit_store(egg):
+    """Two turns: one edited compute_penalty_rate (the name is only in its edit's input, which the
+    whole text leaves out), one only talked about invoices."""
+    edit = tool_call("str_replace_based_edit_tool", "call_e", {"command": "str_replace", "path": "src/billing/fees.py",
+                     "old_str": "def compute_penalty_rate(days):\n    return 0.015 * days",
+                     "new_str": "def compute_penalty_rate(days, rate=0.015):\n    return rate * days"}, "edited src/billing/fees.py")
+    ask = "why are the invoice totals in the monthly report wrong?"
+    return make_store(egg, [
+        turn_record(session="s", turn="t-talk", prompt=ask, tools=[bash("cat docs/sums.md", "per customer\n")],
+                    answer="the sums per customer were correct"),
+        turn_record(session="s", turn="t-edit", prompt=ask, tools=[edit], answer="the fee rate was applied twice; fixed"),
+    ])
+
+
+def test_a_long_query_finds_the_turn_that_changed_what_it_names(egg, tmp_path):
+    store = _edit_store(egg)
+    trace = str(tmp_path / "trace.ndjson")
+    s = Searcher([store], trace=trace)
+    long_q = " ".join(ISSUE_WORDS * 6 + ["compute_penalty_rate"] * 3)
+    assert len(terms_of(long_q)) > 100
+    hits = s.search(long_q, 2, 0.0)
+    assert hits[0].turn == "t-edit"
+    assert json.loads(open(trace).read().splitlines()[-1])["work"]  # the tool inputs were ranked
+    s.search("invoice totals compute_penalty_rate", 2, 0.0)
+    assert json.loads(open(trace).read().splitlines()[-1])["work"] == []  # a question ranks as before: by its whole text
+
+
+def terms_of(text):
+    from eggshell.search.terms import terms
+
+    return terms(text)

@@ -96,6 +96,19 @@ QUERIES = [
     "\u5ef6\u6ede\u6599",  # CJK
     "late_fee tests frontend",
     "configure the kubernetes tests cluster",  # shares only a generic word: below min_coverage, no hits
+    # a pasted issue, past rank.LONG_QUERY terms: ranked with the tool inputs' BM25 and the records' openings,
+    # which the egg-index child must report as the in-process provider does
+    "Late fee charged twice for invoices paid one day after the due date\n\n"
+    "Description: customers on the monthly billing plan report that an invoice settled a single day late shows "
+    "two late fee lines. The billing service computes the late_fee from the number of overdue days and the daily "
+    "rate, then the reminder job applies the same fee again when it sends the second notice. Expected one fee line "
+    "per invoice; actual two, and the total is doubled. Steps to reproduce: create a customer, issue an invoice "
+    "with a due date of yesterday, pay it today, run the reminder job, open the invoice page. Environment: python "
+    "3.11, postgres 15, billing service 2.4.1 on linux. Traceback from the reminder worker log:\n"
+    "  File \"src/billing.py\", line 42, in late_fee\n    return round(days * DAILY_RATE * amount, 2)\n"
+    "  File \"src/reminders.py\", line 88, in send_second_notice\n    invoice.add_line(late_fee(days, invoice.amount))\n"
+    "AssertionError: invoice 1042 already carries a late fee line\n"
+    "Possibly related to the rounding change in the last release; finance noticed it in the monthly report.",
 ]
 
 
@@ -326,7 +339,7 @@ def test_hook_additional_context_equals_the_pipeline_handoff(tmp_path, env, proj
     # The unrelated queries get nothing. (The last one shares only "tests" lexically, under the coverage
     # floor; hybrid lets its meaning match the frontend-tests turn, cosine 0.43, under the handoff's
     # handoff.SEMANTIC_FLOOR, and one shared generic word is under handoff.PROMPT_FLOOR.)
-    assert given == [True, True, False, True, True, False]
+    assert given == [True, True, False, True, True, False, True]
     # and the hook process says the same as the in-process hook
     r = run_hook({"hook_event_name": "UserPromptSubmit", "session_id": "sess-new", "turn_id": "new-x", "cwd": str(project),
                   "prompt": QUERIES[0]})
