@@ -13,7 +13,7 @@ record is a ValueError, a busy chat a RuntimeError), so `except ValueError` stil
     ├── TurnError (graph/turns.py), InputError, Refused (stages/common.py), PayloadError (runtime/turnflow.py)
     │                                   a turn record, an NDJSON line, a message a stage refuses, a hook payload
     ├── ChatStateError, ChatBusy (runtime/chat.py), KeyError_ (core/identity.py)
-    ├── ModelError (search/embed.py), SegmentError (search/vectors.py)
+    ├── ModelError (search/embed.py), SegmentError (search/vectors.py), IndexDamaged (search/postings.py)
     ├── CliError (cli/common.py)        a command's usage or outcome, with its exit status
     └── signals that never leave their module: NoManager (runtime/client.py), NotGrown (runtime/warm.py),
         _Failure (search/provider.py), _Vanished (search/vectors.py)

@@ -76,6 +76,8 @@ def project(d: str, n: int) -> tuple[str, str, str]:
         realistic.build(egg + ".tmp", n, data, proj)
         os.replace(egg + ".tmp", egg)
         print("built %d turns in %.0f s" % (n, time.perf_counter() - t), flush=True)
+    os.makedirs(data, exist_ok=True)
+    os.chmod(data, 0o700)  # the bench's own data root: egg refuses one that others can read
     return proj, data, egg
 
 

@@ -132,53 +132,69 @@ class BM25:
 
     def search(self, query: list[str], top_k: int = DEFAULT_TOP_K, min_coverage: float = 0.0) -> list[Scored]:
         """Documents by descending score (ties: earlier document first), at most top_k; none
-        when no document holds `min_coverage` of the query."""
-        weight = query_weights(query)
-        q = list(weight)
-        if not q or not self.n or top_k < 1:
-            return []
-        idf = {t: self.idf(t) for t in q}
-        # Coverage is an idf share of the query's terms. A term no record holds says the query
-        # is about something memory lacks ("configure the kubernetes cluster" against records
-        # that share only "tests"), so it counts; but only UNSEEN_COUNTED of them do, or a
-        # pasted issue's hundred words no record has push the record it names under the floor.
-        unseen = [v for t, v in idf.items() if t not in self.postings][:UNSEEN_COUNTED]
-        total = sum(v for t, v in idf.items() if t in self.postings) + sum(unseen) or 1.0
-        # One record answers a part of a long query (a pasted issue names a file, a traceback
-        # and ten symptoms; the record holds the file and two of them), so the share a relevant
-        # record holds falls as the query grows. The floor is there for short queries, where a
-        # record holding one generic word is noise; past FLOOR_TERMS terms it shrinks.
-        min_coverage *= min(1.0, FLOOR_TERMS / len(q))
-        held_terms = [t for t in q if t in self.postings]
-        if not held_terms:
+        when no document holds `min_coverage` of the query (see `score_query`)."""
+        if not self.n:
             return []
         import numpy as np  # here, not at the top: a cold hook that never searches does not pay for it
 
         if self._norm is None:
             lens = np.array(self.lens, dtype=np.float64)
             self._norm = self.k1 * (1 - self.b + self.b * lens / (self.avgdl or 1.0))
-        scores = np.zeros(len(self.lens))
-        held = np.zeros(len(self.lens))
-        for t in held_terms:  # in query order, each term's share added as the scalar loop did
-            pairs = np.array(self.postings[t], dtype=np.uint32)  # a copy: the array may grow later
-            ids, f = pairs[0::2].astype(np.intp), pairs[1::2].astype(np.float64)
-            scores[ids] += weight[t] * idf[t] * f * (self.k1 + 1) / (f + self._norm[ids])
-            held[ids] += idf[t]
-        hit = np.flatnonzero(scores > 0)
-        # The floor is a gate on the query, not a cut of each record: when no record holds its
-        # share, memory has nothing on the request; when one does, the request is about what
-        # memory holds, and the records holding less of it still rank, below (BM25 orders them).
-        # Cutting each record dropped answers a short question shares one rare word with.
-        cover = held[hit] / total
-        if not hit.size or not (cover >= min_coverage).any():
-            return []
-        got = scores[hit]
-        if hit.size > top_k:  # the best top_k (all of those tied with the last one kept), then ordered
-            cut = np.partition(got, hit.size - top_k)[hit.size - top_k]
-            keep = got >= cut
-            hit, got, cover = hit[keep], got[keep], cover[keep]
-        order = np.lexsort((hit, -got))[:top_k]
-        return [Scored(int(i), float(s), float(c)) for i, s, c in zip(hit[order], got[order], cover[order])]
+        return score_query(query, top_k, min_coverage, self.n, self.df,
+                           lambda t: np.array(self.postings[t], dtype=np.uint32),  # a copy: the array may grow later
+                           self._norm, self.k1)
+
+
+def score_query(query: list[str], top_k: int, min_coverage: float, n: int, df, pairs, norm, k1: float = K1) -> list[Scored]:
+    """Okapi BM25 of every document holding a query term, with the query-term weight and the
+    coverage gate: the one scoring rule of the in-memory index (BM25) and of any index that keeps
+    the same statistics elsewhere. `df(term)`: documents holding it (0: none); `pairs(term)`: its
+    postings, a uint32 array of document, count, document, count, ...; `norm`: per document
+    k1 * (1 - b + b * len / avgdl), indexed by document. Best first, ties by earlier document."""
+    weight = query_weights(query)
+    q = list(weight)
+    if not q or not n or top_k < 1:
+        return []
+    counts = {t: df(t) for t in q}
+    idf = {t: math.log(1.0 + (n - c + 0.5) / (c + 0.5)) for t, c in counts.items()}
+    # Coverage is an idf share of the query's terms. A term no record holds says the query
+    # is about something memory lacks ("configure the kubernetes cluster" against records
+    # that share only "tests"), so it counts; but only UNSEEN_COUNTED of them do, or a
+    # pasted issue's hundred words no record has push the record it names under the floor.
+    unseen = [v for t, v in idf.items() if not counts[t]][:UNSEEN_COUNTED]
+    total = sum(v for t, v in idf.items() if counts[t]) + sum(unseen) or 1.0
+    # One record answers a part of a long query (a pasted issue names a file, a traceback
+    # and ten symptoms; the record holds the file and two of them), so the share a relevant
+    # record holds falls as the query grows. The floor is there for short queries, where a
+    # record holding one generic word is noise; past FLOOR_TERMS terms it shrinks.
+    min_coverage *= min(1.0, FLOOR_TERMS / len(q))
+    held_terms = [t for t in q if counts[t]]
+    if not held_terms:
+        return []
+    import numpy as np
+
+    scores = np.zeros(len(norm))
+    held = np.zeros(len(norm))
+    for t in held_terms:  # in query order, each term's share added as the scalar loop did
+        got = pairs(t)
+        ids, f = got[0::2].astype(np.intp), got[1::2].astype(np.float64)
+        scores[ids] += weight[t] * idf[t] * f * (k1 + 1) / (f + norm[ids])
+        held[ids] += idf[t]
+    hit = np.flatnonzero(scores > 0)
+    # The floor is a gate on the query, not a cut of each record: when no record holds its
+    # share, memory has nothing on the request; when one does, the request is about what
+    # memory holds, and the records holding less of it still rank, below (BM25 orders them).
+    # Cutting each record dropped answers a short question shares one rare word with.
+    cover = held[hit] / total
+    if not hit.size or not (cover >= min_coverage).any():
+        return []
+    got = scores[hit]
+    if hit.size > top_k:  # the best top_k (all of those tied with the last one kept), then ordered
+        cut = np.partition(got, hit.size - top_k)[hit.size - top_k]
+        keep = got >= cut
+        hit, got, cover = hit[keep], got[keep], cover[keep]
+    order = np.lexsort((hit, -got))[:top_k]
+    return [Scored(int(i), float(s), float(c)) for i, s, c in zip(hit[order], got[order], cover[order])]
 
 
 PASSAGE_DEPTH = 100  # documents whose lines are scored: the best by whole-document BM25
