@@ -20,9 +20,10 @@ Layout (one SQLite file; the schema maps one to one onto PostgreSQL tables):
 
 A save appends one segment: a row per distinct term of its documents, whatever the index's size,
 so adding ten turns writes kilobytes. A term's postings are its segments' rows in order; `merge`
-folds small segments together so a search reads few rows per term. Measured on the 10,000-turn
-bench store's terms (docs/benchmarks.md): 27 MB against a 78 MB store, opened in under 10 ms,
-the same top ten for every prompt tried.
+folds neighbouring segments together in one pass so a search reads few rows per term.
+Measured by tests/bench/bench_postings.py at 10,000 realistic turns (docs/benchmarks.md): 31 MB
+against a 78 MB store, 23 ms to add a save of ten turns, 1.7 s to fold 1,001 segments into 8, a
+question in 3.4 ms unmerged and 1.2 ms merged (0.7 ms in memory), the same top ten throughout.
 """
 
 from __future__ import annotations
@@ -181,23 +182,27 @@ class DiskBM25:
             self._set_stats(self.n - 1, total, lens)
 
     def merge(self, most: int = 8) -> int:
-        """Fold the newest segments together until at most `most` remain, smallest neighbours first;
-        how many segments there are after. Rankings do not change; a search reads fewer rows."""
-        merged = self.segments()
-        while merged > max(most, 1):
-            segs = self.db.execute("select seg, first, last from seg order by seg").fetchall()
-            sizes = [last - first + 1 for _, first, last in segs]
-            k = min(range(len(segs) - 1), key=lambda j: (sizes[j] + sizes[j + 1], -j))  # the smallest adjacent pair
-            (a, fa, _), (b, _, lb) = segs[k], segs[k + 1]
-            with self._tx():
-                for (t,) in self.db.execute("select distinct term from post where seg = ?", (b,)).fetchall():
-                    rows = self.db.execute("select data from post where term = ? and seg in (?, ?) order by seg", (t, a, b)).fetchall()
-                    self.db.execute("delete from post where term = ? and seg in (?, ?)", (t, a, b))
-                    self.db.execute("insert into post values (?, ?, ?)", (t, a, b"".join(r[0] for r in rows)))
-                self.db.execute("delete from seg where seg = ?", (b,))
-                self.db.execute("update seg set last = ? where seg = ?", (lb, a))
-            merged -= 1
-        return merged
+        """Fold neighbouring segments together until at most `most` remain, in one pass over the
+        rows of the smallest run that must go; how many segments there are after. Rankings do
+        not change; a search reads fewer rows per term."""
+        segs = self.db.execute("select seg, first, last from seg order by seg").fetchall()
+        k = len(segs) - max(most, 1) + 1  # segments to fold into one
+        if k < 2:
+            return len(segs)
+        sizes = [last - first + 1 for _, first, last in segs]
+        run = [sum(sizes[j:j + k]) for j in range(len(segs) - k + 1)]
+        j = min(range(len(run)), key=lambda x: (run[x], -x))  # the smallest run, the newest of equals
+        lo, hi = segs[j][0], segs[j + k - 1][0]
+        with self._tx():
+            rows = self.db.execute("select term, data from post where seg between ? and ? order by term, seg", (lo, hi)).fetchall()
+            self.db.execute("delete from post where seg between ? and ?", (lo, hi))
+            folded: dict[str, list[bytes]] = {}
+            for term, data in rows:
+                folded.setdefault(term, []).append(data)
+            self.db.executemany("insert into post values (?, ?, ?)", ((t, lo, b"".join(parts)) for t, parts in folded.items()))
+            self.db.execute("delete from seg where seg between ? and ?", (lo + 1, hi))
+            self.db.execute("update seg set last = ? where seg = ?", (segs[j + k - 1][2], lo))
+        return len(segs) - k + 1
 
     def _set_stats(self, n: int, total: int, lens) -> None:
         self.db.executemany("update meta set v = ? where k = ?", [(n, "n"), (total, "total"), (lens.astype("uint32").tobytes(), "lens")])
