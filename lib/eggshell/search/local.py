@@ -142,7 +142,7 @@ class Provider:
                 self._failed("query", e)
         t2 = time.perf_counter()
         mode = s.mode if error is None else "lexical"
-        n_terms = len(terms(query))
+        n_terms = len(terms(query)) if mode != "semantic" else 0  # the weights and the opening blend are fusion's alone
         if semantic and mode == "hybrid" and n_terms > s.long_query:  # fusion blends every record's opening in
             opening = [(j, float(first[j])) for j, _ in semantic]
         selected, fused = s.fuse(mode, s.top_k, lexical, semantic, anchors, len(texts), passages, opening=opening,

@@ -28,6 +28,7 @@ question in 3.4 ms unmerged and 1.2 ms merged (0.7 ms in memory), the same top t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from typing import Iterable
@@ -113,18 +114,15 @@ class DiskBM25:
 
     # -- changes ------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
     def _tx(self):
-        db = self.db
-
-        class _T:
-            def __enter__(self_):
-                db.execute("begin immediate")
-
-            def __exit__(self_, kind, *_):
-                db.execute("commit" if kind is None else "rollback")
-                return False
-
-        return _T()
+        self.db.execute("begin immediate")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("rollback")
+            raise
+        self.db.execute("commit")
 
     def extend(self, docs: Iterable[list[str]]) -> None:
         """Add documents at the end, as one new segment."""
