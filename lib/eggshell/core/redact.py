@@ -366,7 +366,7 @@ def _cookies(text: str, s: int, e: int):
     if rx is None:
         import re
 
-        rx = _compiled["cookie"] = re.compile(r"(?<![^;\s,()\\:=\"'])([^=;\s,()\\]+)=([^;\s,()\\]+)")  # a name starts after a separator
+        rx = _compiled["cookie"] = re.compile(r"(?<![^;\s,()\\:=\"'])([^=;\s,()\\:]{1,200})=([^;\s,()\\]+)")  # a name starts after a separator
     for m in rx.finditer(text, s, e):
         name, value = m.group(1).lower(), m.group(2)
         if (name not in _COOKIE_ATTRIBUTES and not _stand_in(value)

@@ -17,6 +17,8 @@ from eggshell.core import redact
 SIZE = 128 << 10
 FILLS = ("", "='", '="', ": ", "=", "\t", " ", "a" * 19, "A" * 8, "://a:", "-")
 LIMIT_S = 1.0  # about 0.06 s is the worst measured at this size; a quadratic rule takes minutes
+# (`cookie://a:` repeated once took 0.9 s: every `:` in a 4,000-character Cookie value began a
+# cookie name read up to the value's end; names now stop at `:` and at 200 characters)
 
 
 def _triggers() -> list[str]:
