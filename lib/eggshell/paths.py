@@ -76,7 +76,7 @@ def find_project(start: str, home: str | None = None) -> str | None:
     still only used if nobody else could have written it (config.read_file, `untrusted`).
     """
     me = os.geteuid()
-    home_id = _ident(home or os.environ.get("HOME") or os.path.expanduser("~"))
+    home_id = file_ident(home or os.environ.get("HOME") or os.path.expanduser("~"))
     d = os.path.abspath(start)
     while True:
         if os.path.isfile(os.path.join(d, PROJECT_CONFIG)):
@@ -93,7 +93,8 @@ def find_project(start: str, home: str | None = None) -> str | None:
         d = parent
 
 
-def _ident(path: str) -> tuple[int, int] | None:
+def file_ident(path: str) -> tuple[int, int] | None:
+    """(device, inode) of what `path` names now, None when nothing: tells a file from its replacement."""
     try:
         st = os.stat(path)
     except OSError:
@@ -390,3 +391,19 @@ def fsync_fd(fd: int) -> None:
     except OSError as e:
         if e.errno not in (errno.EINVAL, errno.EBADF):
             raise
+
+
+def remove_files_in(d: str) -> int:
+    """Remove the files directly in directory `d` (a cache of copies: snapshots, search indexes); how many went."""
+    try:
+        names = os.listdir(d)
+    except FileNotFoundError:
+        return 0
+    n = 0
+    for name in names:
+        try:
+            os.unlink(os.path.join(d, name))
+            n += 1
+        except (FileNotFoundError, IsADirectoryError):
+            pass
+    return n

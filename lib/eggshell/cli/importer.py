@@ -435,6 +435,7 @@ def _into(target: Target, paths: Paths, dry: bool, c: Counts, bar: Progress) -> 
 
     exists = os.path.exists(target.path)
     store = AppendStore.open(target.path, paths.data_root) if exists or not dry else None
+    start = store.offset if store is not None else 0
     try:
         have = held(store, target.sessions) if exists else {}
         journal = Journal(paths.journal_dir)
@@ -474,6 +475,10 @@ def _into(target: Target, paths: Paths, dry: bool, c: Counts, bar: Progress) -> 
                 target.present += 1
     finally:
         if store is not None:
+            if not dry:
+                from eggshell.search.turnindex import index_appended
+
+                index_appended(store, start, lambda m: say("egg import: %s" % m, err=True))
             store.close()
 
 

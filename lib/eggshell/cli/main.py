@@ -258,6 +258,9 @@ def cmd_forget(a, paths: Paths) -> int:
         if not targets:
             continue
         t = s.forget([r for x in targets for r in x.roots], [p for x in targets for p in x.turns])
+        from eggshell.search import turnindex
+
+        turnindex.drop(paths.data_root, s.path)  # its terms of the forgotten turn; a store with tombstones is read in full
         for x in targets:
             say("%s %s in %s" % ("forgot" if t is not None else "already forgotten:", x.what, s.path))
     if a.match is not None:
@@ -539,7 +542,7 @@ def cmd_index(a, paths: Paths) -> int:
         say("nothing to do: semantic search is off here (mode = %r, semantic_matcher = %r)" % (cfg.mode, cfg.semantic_matcher))
         return 0
     searcher = Searcher(_stores(a, paths))
-    searcher._refresh()
+    searcher.refresh()
     items = searcher.candidates
     if not items:
         say("nothing to do: no recorded turns")

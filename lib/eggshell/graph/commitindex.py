@@ -53,8 +53,56 @@ def drop(data_root: str, store_path: str) -> None:
             pass
 
 
+class TooMuchToRead(EggshellError):
+    """Opening the store would read more of it than the caller can afford (AppendStore.open's `most`)."""
+
+
 class _Partial(EggshellError):
     """An index-backed view was asked for all it holds (a tombstone's replay): read the file in full."""
+
+
+def open_private_db(path: str, wal: bool = False) -> sqlite3.Connection:
+    """A disposable cache database of this user's, in a private directory of the data root.
+
+    Anything odd in its place (a link, another user's file, not a database) is removed and a
+    new one made: a cache is rebuilt from the stores, never trusted over them. `wal`: readers
+    never wait for a writer (the search index, which hooks read while a save writes)."""
+    d = os.path.dirname(path)
+    private_dir(d)
+    st = os.lstat(d)
+    why = untrusted(st, mine_only=True) if stat.S_ISDIR(st.st_mode) else "it is not a directory"
+    if why is not None:
+        raise OSError(errno.EPERM, "%s: %s" % (d, why))
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or untrusted(st, mine_only=True) is not None:
+            os.unlink(path)  # disposable: anything odd in its place is removed, never opened
+    except FileNotFoundError:
+        pass
+
+    def connect() -> sqlite3.Connection:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+        db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+        try:
+            db.execute("pragma schema_version").fetchone()  # reads the header: a file that is no database fails here
+            if wal:
+                db.execute("pragma journal_mode=wal")
+                db.execute("pragma synchronous=normal")
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
+
+    try:
+        return connect()
+    except sqlite3.DatabaseError:  # not a database (damaged, truncated): disposable, so made anew
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(path + suffix)
+            except FileNotFoundError:
+                pass
+        return connect()
 
 
 class _Index:
@@ -62,29 +110,7 @@ class _Index:
 
     def __init__(self, path: str):
         self.path = path
-        d = os.path.dirname(path)
-        private_dir(d)
-        st = os.lstat(d)
-        why = untrusted(st, mine_only=True) if stat.S_ISDIR(st.st_mode) else "it is not a directory"
-        if why is not None:
-            raise OSError(errno.EPERM, "%s: %s" % (d, why))
-        try:
-            st = os.lstat(path)
-            if not stat.S_ISREG(st.st_mode) or untrusted(st, mine_only=True) is not None:
-                os.unlink(path)  # disposable: anything odd in its place is removed, never opened
-        except FileNotFoundError:
-            pass
-        try:
-            self._connect()
-        except sqlite3.DatabaseError:  # not a database (damaged, truncated): disposable, so made anew
-            self.db.close()
-            os.unlink(path)
-            self._connect()
-
-    def _connect(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        os.close(fd)
-        self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        self.db = open_private_db(path)
         self.db.executescript(
             "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
             "CREATE TABLE IF NOT EXISTS nodes(id BLOB PRIMARY KEY, off INTEGER, len INTEGER) WITHOUT ROWID;"
@@ -188,7 +214,9 @@ class AppendStore(Store):
         self._fd: int | None = None
 
     @classmethod
-    def open(cls, path: str, data_root: str | None = None) -> "AppendStore":
+    def open(cls, path: str, data_root: str | None = None, most: int | None = None) -> "AppendStore":
+        """`most`: the bytes this may read; past that (no index, one that does not fit, or much
+        appended since) it raises TooMuchToRead instead of reading them (a cold hook's deadline)."""
         from eggshell.paths import from_env
 
         s = cls(path, data_root or from_env().data_root)
@@ -197,6 +225,14 @@ class AppendStore(Store):
             s._resume(s._index.meta())
         except (OSError, sqlite3.Error) as e:
             s._lose_index(e)
+        if most is not None:
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                size = 0
+            if size - s._offset > most:
+                s.close()
+                raise TooMuchToRead("%s: %d bytes to read before it can be used (%d at most here)" % (path, size - s._offset, most))
         s.refresh()
         return s
 

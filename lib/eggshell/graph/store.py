@@ -420,6 +420,16 @@ class Store:
     def __repr__(self) -> str:
         return "Store(%r, %d commits)" % (self.path, len(self.graph.commits))
 
+    @property
+    def offset(self) -> int:
+        """How far the file has been read and validated: the end of its last complete line read."""
+        return self._offset
+
+    @property
+    def ident(self) -> tuple[int, int] | None:
+        """(device, inode) of the file read, None before it exists."""
+        return self._ident
+
     def stamp(self) -> tuple:
         """Changes whenever what readers see may have: a fresh start, a commit, a tombstone that hid something."""
         return (self.path, self.epoch, len(self.graph.commits), self.graph.generation)

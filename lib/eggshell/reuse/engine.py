@@ -233,12 +233,12 @@ def inquiry_from_hits(message: dict, searcher: Searcher, budget: int, *, local_u
     turn = q.get("turn")
     hits = [h for h in (*message.get("hits", ()), *message.get("candidates", ()))
             if isinstance(h, dict) and (chat is None or h.get("session") != chat or h.get("turn") != turn)]
-    searcher._refresh()
+    searcher.refresh()
     from eggshell.search.background import Calibration
 
     turns = message.get("turns")  # how many turns the search weighed (relevance.lift)
     judged = judge(q["text"], [(searcher.by_id[h["id"]], h) for h in hits if h.get("id") in searcher.by_id],
-                   Calibration.of(message.get("calibration")), turns if type(turns) is int and turns > 0 else len(searcher.views))
+                   Calibration.of(message.get("calibration")), turns if type(turns) is int and turns > 0 else searcher.turns)
     retrieved = nominate(q["text"], judged, most=_top_k(message))
     return Inquiry(q["text"], q["text"], tuple(retrieved), budget, chat, delivered, compacted, local_union=local_union,
                    considered=tuple(judged))
@@ -264,7 +264,7 @@ def extract(searcher: Searcher, message: dict, budget: int = DEFAULT_BUDGET, sta
     from eggshell.reuse.delivery import Deliveries
 
     paths = from_env()
-    searcher._refresh()
+    searcher.refresh()
     ledger = trust.load(paths.data_root)
     ws = trust.own_unions(workspace(s.graph for s in searcher.stores), ledger)
 

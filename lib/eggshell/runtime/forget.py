@@ -267,25 +267,18 @@ def purge_data_root(paths, f: Forgotten, log: Callable[[str], None]) -> Purged:
     swept = sweep(paths.data_root, paths.journal_dir, Needles.forgotten(f.texts | f.keys, f.whole), log)
     chats = scrub(paths.state_dir, f.mentions, log)
     windows, segments = purge(vectors_root(paths.data_root), f.window_dropper(), log) if f.forms or f.texts else (0, 0)
+    from eggshell.search.turnindex import drop_all
+
+    drop_all(paths.data_root)  # the search indexes hold forgotten turns' terms: rebuilt from the purged stores
     return Purged(removed + len(swept.journal), chats, windows, segments, remove_snapshots(paths.data_root),
                   swept.quarantined, swept.log_lines)
 
 
 def remove_snapshots(data_root: str) -> int:
     """The warm manager's snapshots hold copies of whole stores: remove them all (the next manager writes new ones)."""
-    d = os.path.join(data_root, "run", "snapshots")
-    try:
-        names = os.listdir(d)
-    except FileNotFoundError:
-        return 0
-    n = 0
-    for name in names:
-        try:
-            os.unlink(os.path.join(d, name))
-            n += 1
-        except (FileNotFoundError, IsADirectoryError):
-            pass
-    return n
+    from eggshell.paths import remove_files_in
+
+    return remove_files_in(os.path.join(data_root, "run", "snapshots"))
 
 
 def remove_leftovers(path: str) -> int:

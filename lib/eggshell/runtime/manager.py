@@ -280,15 +280,19 @@ class Manager:
 
     def backfiller(self) -> None:
         """When the main worker has nothing queued, embed saved turns (just saved ones first) that
-        have no vectors yet, a few windows at a time: a prompt waits for one step at most, and the
-        tool worker not at all (the model runs outside the lock)."""
+        have no vectors yet, a few windows at a time, and bring the stores' search indexes up to
+        date a step at a time: a prompt waits for one step at most, and the tool worker not at all
+        (the model runs outside the lock)."""
         rest = 0.5
         while not self.stopping.wait(rest):
             if not self.jobs.empty():
                 rest = 0.1
                 continue
             n = self.call(self.res.backfill, time.monotonic() + 60.0)
-            rest = 0.05 if n else 2.0  # nothing left: look again later
+            # and keep each store's on-disk search index current, a step at a time: what a cold
+            # hook ranks from once this manager is gone (search/turnindex.py)
+            m = self.call(self.res.index_step, time.monotonic() + 60.0) if self.jobs.empty() else 0
+            rest = 0.05 if (n or m) else 2.0  # nothing left: look again later
 
     # -- the worker ------------------------------------------------------------------------
 

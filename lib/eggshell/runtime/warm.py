@@ -39,6 +39,12 @@ BACKFILL_WINDOWS = 4  # windows embedded per step of the manager: a prompt waits
 # these rates it does not start on, and answers at once without memory, while the manager loads.
 SNAPSHOT_MB_S = 50.0
 STORE_MB_S = 15.0
+# Past this many seconds of reading (at STORE_MB_S: about 15 MB, 2,000 realistic turns), a cold
+# prompt ranks from the stores' on-disk search index (search/turnindex.py) and reads only the
+# turns it hands over: the 1 s a cold hook may take with memory (issue 30) would not cover the read.
+INDEXED_PAST_S = 1.0
+INDEX_MB_S = 6.0  # how fast a process brings a search index up to date (bench, 6 Dec 2026: 78 MB in 12 s)
+INDEX_STEP_BYTES = 2 << 20  # one step of the manager's index upkeep (about 250 turns, a quarter second)
 
 
 class TooLargeCold(EggshellError):
@@ -136,6 +142,9 @@ class Resources:
         self.freshness = Cache()  # the freshness checks' file reads, by (path, stat): a warm check is a stat
         self._ledger = None  # the trust ledger as last read (trust.load re-reads it only when it changed)
         self.deadline: float | None = None  # cold, while answering: reading what cannot finish by then raises TooLargeCold
+        self._indexed: dict[tuple[str, ...], object] = {}  # read set -> search.indexed.IndexedSearcher (cold, big stores)
+        self._turn_indexes: dict[str, object] = {}  # store path -> its search.turnindex.TurnIndex (the manager's upkeep)
+        self._unindexable: dict[str, tuple] = {}  # store path -> its stamp when its index could not serve it
 
     # -- snapshots ----------------------------------------------------------------------
 
@@ -281,6 +290,11 @@ class Resources:
         return out
 
     def workspace(self, read: tuple[str, ...], staged=()) -> Workspace:
+        indexed = self._indexed.get(read)
+        if indexed is not None:  # cold over big stores: the turns the prompt's search read, not every turn
+            from eggshell.reuse.engine import workspace
+
+            return workspace(indexed.graphs(), staged)
         self._adopt(read)
         live = self._live.get(read)
         if live is None:
@@ -293,8 +307,88 @@ class Resources:
         self._grown[read] = tuple((s._ident, s._offset) for s in live.stores)
         return ws
 
+    def _stored_bytes(self, read: tuple[str, ...]) -> int:
+        total = 0
+        for p in read:
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            total += min(st.st_size, getattr(st, "st_blocks", st.st_size // 512 + 1) * 512)
+        return total
+
+    def _indexed_searcher(self, cfg: Config, read: tuple[str, ...]):
+        """Cold, over stores too big to read in time: an IndexedSearcher from their on-disk indexes,
+        brought up to date if little was appended since; None when the stores are small enough to read.
+        Raises TooLargeCold when an index is missing or far behind (the manager builds it)."""
+        got = self._indexed.get(read)
+        if got is not None or self.warm or self.deadline is None:
+            return got
+        if self._stored_bytes(read) <= STORE_MB_S * 1e6 * INDEXED_PAST_S:
+            return None
+        import sqlite3
+        import time
+
+        from eggshell.graph.commitindex import AppendStore, TooMuchToRead
+        from eggshell.graph.store import EggError
+        from eggshell.search.indexed import IndexedSearcher
+        from eggshell.search.postings import IndexDamaged
+        from eggshell.search.turnindex import NotIndexed, TurnIndex
+
+        pairs: list = []
+        try:
+            for p in read:
+                most = int(max(0.0, (self.deadline - time.monotonic()) / 3) * INDEX_MB_S * 1e6)  # the rest answers
+                store = AppendStore.open(p, self.data_root, most=most)
+                self._closers.append(store.close)
+                ix = TurnIndex(self.data_root, p)
+                self._closers.append(ix.close)
+                ix.update(store, most=most)
+                pairs.append((store, ix))
+        except (TooMuchToRead, NotIndexed, IndexDamaged, EggError, OSError, sqlite3.Error) as e:
+            raise TooLargeCold("the stores are too big to read within the budget and their search index cannot serve "
+                               "them now (%s); answered without memory while the manager brings it up to date" % e) from None
+        trace = os.path.join(self.data_root, "semantic", "matcher-trace.jsonl")
+        s = self._indexed[read] = IndexedSearcher(pairs, Settings.from_config(cfg), trace=trace, log=self.note)
+        return s
+
+    def index_step(self, step: int = INDEX_STEP_BYTES) -> int:
+        """Bring the on-disk search index of each store this manager reads a step closer to it
+        (search/turnindex.py): what a cold hook ranks from once the manager is gone. Turns indexed."""
+        import sqlite3
+
+        from eggshell.graph.store import EggError
+        from eggshell.search.postings import IndexDamaged
+        from eggshell.search.turnindex import NotIndexed, TurnIndex
+
+        done = 0
+        for path, s in list(self._stores.items()):
+            stamp = s.stamp()
+            if self._unindexable.get(path) == stamp or done:
+                continue
+            try:
+                ix = self._turn_indexes.get(path)
+                if ix is not None and ix.dropped():  # `egg forget` or a purge removed it: a new one
+                    ix.close()
+                    ix = None
+                if ix is None:
+                    ix = self._turn_indexes[path] = TurnIndex(self.data_root, path)
+                    self._closers.append(ix.close)
+                with self.unlocked():
+                    done += ix.update(s, step=step)
+            except NotIndexed:
+                self._unindexable[path] = stamp  # tombstones or unions: cold hooks read the store itself
+            except (IndexDamaged, EggError, OSError, sqlite3.Error) as e:
+                self._unindexable[path] = stamp
+                self.log("search index of %s: %s: %s; tried again when the store changes" % (path, type(e).__name__, e))
+        return done
+
     def searcher(self, cfg: Config, read: tuple[str, ...]) -> Searcher:
-        """A Searcher over these stores; warm, it ranks with the model too (when the config says so)."""
+        """A Searcher over these stores; warm, it ranks with the model too (when the config says so).
+        Cold, over stores too big to read in time, one that ranks from their on-disk indexes."""
+        indexed = self._indexed_searcher(cfg, read)
+        if indexed is not None:
+            return indexed
         self._adopt(read)
         key = (read, cfg.mode, cfg.model, cfg.threshold, cfg.bm25_k1, cfg.bm25_b, cfg.semantic_matcher, cfg.top_k, self.warm)
         s = self._searchers.get(key)

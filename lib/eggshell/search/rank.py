@@ -310,31 +310,39 @@ class Passages:
         """
         known, df = self.vocab.ids, self.df
         weighted = [(known[t], w) for t, w in query_weights(query).items() if t in known and known[t] < len(df) and df[known[t]]]
-        if not weighted:
-            return []
-        q = [k for k, _ in weighted]
-        idf = {k: math.log(1.0 + (self.n - df[k] + 0.5) / (df[k] + 0.5)) for k in q}
-        k1, b, avgdl = self.k1, self.b, (self.avgdl or 1.0)
-        order = {t: k for k, t in enumerate(q)}
-        w = [qw * idf[k] * (k1 + 1) for k, qw in weighted]
-        out = []
-        for i in docs:
-            top = None
-            for ts in self._docs[i].lines():
-                found = [order[t] for t in ts if t in order]
-                if not found:
-                    continue
-                counts = Counter(found)
-                score = 0.0
-                for k in sorted(counts):  # in query order, as the terms' shares always added up
-                    f = counts[k]
-                    score = score + w[k] * f / (f + k1 * (1 - b + b * len(ts) / avgdl))
-                if top is None or score > top:
-                    top = score
-            if top is not None and top > 0:
-                out.append((i, top))
-        out.sort(key=lambda x: (-x[1], x[0]))
-        return out
+        return best_lines(weighted, lambda k: df[k], self.n, self.avgdl, ((i, self._docs[i].lines()) for i in docs), self.k1, self.b)
+
+
+def best_lines(weighted: list[tuple[object, float]], df, n: int, avgdl: float, docs, k1: float = K1, b: float = B) -> list[tuple[int, float]]:
+    """The best-line scoring rule of Passages, for any keeping of its statistics: `weighted` the
+    query's (term key, query weight) pairs that some line holds, `df(key)` how many lines hold
+    it, `n` and `avgdl` the count and mean length of lines; `docs` (document, its lines as
+    sequences of term keys). (document, best line score), best first; zero scores left out."""
+    if not weighted:
+        return []
+    q = [k for k, _ in weighted]
+    idf = {k: math.log(1.0 + (n - df(k) + 0.5) / (df(k) + 0.5)) for k in q}
+    avgdl = avgdl or 1.0
+    order = {t: k for k, t in enumerate(q)}
+    w = [qw * idf[k] * (k1 + 1) for k, qw in weighted]
+    out = []
+    for i, lines in docs:
+        top = None
+        for ts in lines:
+            found = [order[t] for t in ts if t in order]
+            if not found:
+                continue
+            counts = Counter(found)
+            score = 0.0
+            for k in sorted(counts):  # in query order, as the terms' shares always added up
+                f = counts[k]
+                score = score + w[k] * f / (f + k1 * (1 - b + b * len(ts) / avgdl))
+            if top is None or score > top:
+                top = score
+        if top is not None and top > 0:
+            out.append((i, top))
+    out.sort(key=lambda x: (-x[1], x[0]))
+    return out
 
 
 _EMPTY = Coded(array("I"), array("I"))

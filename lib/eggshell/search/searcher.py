@@ -126,6 +126,15 @@ class Searcher:
         s._fixed = list(views)
         return s
 
+    @property
+    def turns(self) -> int:
+        """How many turns the search weighs (relevance.lift): its documents, removed ones included."""
+        return len(self.views)
+
+    def refresh(self) -> None:
+        """Bring the indexes current with the stores (what a search does first)."""
+        self._refresh()
+
     def _refresh(self) -> None:
         if self._fixed is not None:
             if self._stamp is None:
@@ -368,7 +377,7 @@ def hits_message(searcher: Searcher, message: object, top_k: int, min_coverage: 
     if text is None:
         return None
     hits = searcher.search(text, top_k, min_coverage)
-    out = {"query": message["query"], "hits": [asdict(h) for h in hits], "turns": len(searcher.views)}
+    out = {"query": message["query"], "hits": [asdict(h) for h in hits], "turns": searcher.turns}
     if searcher.others:  # turns outside the ranking the relevance decision weighs too; of all, it hands over top_k at most
         out["candidates"] = [asdict(h) for h in searcher.others]
         out["top_k"] = top_k

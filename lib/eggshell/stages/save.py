@@ -60,6 +60,7 @@ earlier and later lines are still saved); 2 usage or store error.""",
     a = p.parse_args(argv)
     try:
         store = AppendStore.open(a.egg)  # reads only what its index has not seen: cost flat in the file's size
+        start = store.offset
         if a.input:
             with open(a.input, encoding="utf-8") as f:
                 bad = run(store, f, sys.stdout, a.root, a.input)
@@ -68,4 +69,8 @@ earlier and later lines are still saved); 2 usage or store error.""",
     except (EggError, OSError) as e:
         stage.warn(PROG, str(e))
         return 2
+    from eggshell.search.turnindex import index_appended
+
+    index_appended(store, start, lambda m: stage.warn(PROG, m))
     return 1 if bad else 0
+

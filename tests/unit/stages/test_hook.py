@@ -499,11 +499,28 @@ def test_a_cold_hook_does_not_start_on_a_store_it_cannot_read_in_time(env, monke
 
     record_late_fee(env)
     monkeypatch.setattr(warm, "STORE_MB_S", 1e-9)  # any store is too large at this rate
+    monkeypatch.setattr(warm, "INDEX_MB_S", 1e-9)  # and its search index cannot be brought up to date either
     assert env.respond(env.prompt("how is the late_fee calculated?", turn="turn-2", session="sess-2")) == {}
     logged = env.log_text()
-    assert "TooLargeCold" in logged and "reading it takes" in logged and "TimeoutError" not in logged
+    assert "TooLargeCold" in logged and "search index cannot serve" in logged and "TimeoutError" not in logged
     assert env.respond(env.ev("SessionStart", source="startup")) == {
         "systemMessage": "Eggshell: recording this project in .eggs/work.egg (too large to count before the manager has loaded it)."}
     monkeypatch.setattr(warm, "STORE_MB_S", 15.0)  # at the real rate the same store is small: memory again
     ctx = env.respond(env.prompt("how is the late_fee calculated?", turn="turn-3", session="sess-3"))
     assert LATE_FEE_ANSWER in ctx["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_cold_hook_over_a_store_too_big_to_read_ranks_from_its_search_index(env, monkeypatch):
+    """No manager, a store too large to read in time, but its search index can be brought up to
+    date within the budget: the prompt gets the prior turn, read from the store through the index
+    alone, the same handoff a full read gives; the trace says it was ranked from the index."""
+    from eggshell.runtime import warm
+
+    record_late_fee(env)
+    full = env.respond(env.prompt("how is the late_fee calculated?", turn="turn-2", session="sess-2"))
+    assert LATE_FEE_ANSWER in full["hookSpecificOutput"]["additionalContext"]
+    monkeypatch.setattr(warm, "STORE_MB_S", 1e-9)  # any store is too large to read at this rate
+    got = env.respond(env.prompt("how is the late_fee calculated?", turn="turn-3", session="sess-3"))
+    assert got == full and env.log_text() == ""
+    traced = [json.loads(x) for x in open(os.path.join(env.data, "semantic", "matcher-trace.jsonl"))]
+    assert traced[-1]["source"] == "index" and traced[-1]["answered_as"] == "lexical" and traced[-1]["selected"]
