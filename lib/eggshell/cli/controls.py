@@ -501,15 +501,51 @@ def cmd_status(a, paths: Paths) -> int:
                 say("           %s" % got["trust"])
             say("           %s" % embedded_line(got))
             continue
-        g = Store.open(p).graph if os.path.exists(p) else None
-        n = len(turn_views(g)) if g is not None else 0
+        indexed = _indexed_counts(p, paths) if os.path.exists(p) else None
+        if indexed is not None:  # its indexes are current: counted without reading the store
+            n, commits = indexed
+            standing = trust.describe_commits(p, commits, ledger)
+        else:
+            g = Store.open(p).graph if os.path.exists(p) else None
+            n = len(turn_views(g)) if g is not None else 0
+            standing = trust.describe(p, g, ledger) if g is not None else None
         say("store      %s (%s)%s" % (p, count(n, "turn"), "  [write]" if p == cfg.write_egg else ""))
-        if g is not None:
-            say("           %s" % trust.describe(p, g, ledger))
+        if standing is not None:
+            say("           %s" % standing)
             say("           embedded: not counted (no manager holds this store; `egg index` embeds what is missing and counts it)")
     if ledger.problem is not None:
         say("trust      %s" % ledger.problem)
     return 0
+
+
+STATUS_READ_BYTES = 8 << 20  # what `egg status` may read of a store to bring its indexes up to date (about a second)
+
+
+def _indexed_counts(path: str, paths: Paths) -> tuple[int, list[str]] | None:
+    """(turns, commit ids) of a store from its commit and search indexes, brought up to date if
+    little was appended since; None when they cannot say (missing, far behind, tombstones): then
+    the store is read whole. At 10,000 turns a whole read took `egg status` 7 s."""
+    import sqlite3
+
+    from eggshell.errors import EggshellError
+    from eggshell.graph.commitindex import AppendStore
+    from eggshell.search.turnindex import TurnIndex
+
+    try:
+        s = AppendStore.open(path, paths.data_root, most=STATUS_READ_BYTES)
+    except (EggshellError, OSError, sqlite3.Error):
+        return None
+    try:
+        ix = TurnIndex(paths.data_root, path)
+        try:
+            ix.update(s, most=STATUS_READ_BYTES)
+            return ix.turns(), s.commit_ids()
+        finally:
+            ix.close()
+    except (EggshellError, OSError, sqlite3.Error):
+        return None
+    finally:
+        s.close()
 
 
 def embedded_line(counts: dict) -> str:

@@ -331,6 +331,12 @@ class AppendStore(Store):
         except (OSError, sqlite3.Error) as e:
             self._lose_index(e)
 
+    def commit_ids(self) -> list[str]:
+        """The ids of every commit in the file (from the index when it serves; else from the full read)."""
+        if isinstance(self.graph.commits, _Lazy):
+            return [row[0].hex() for row in self._index.db.execute("SELECT id FROM commits")]
+        return list(self.graph.commits)
+
     # -- what the index points at, read from the file ------------------------------------
 
     def _pread(self, off: int, n: int) -> bytes:

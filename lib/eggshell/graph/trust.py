@@ -177,10 +177,15 @@ def vouched(graph, ledger: Ledger) -> int:
 
 def describe(path: str, graph, ledger: Ledger) -> str:
     """One store's standing in a few words, for `egg status` and `egg doctor`."""
-    total = len(graph.commits)
+    return describe_commits(path, list(graph.commits), ledger)
+
+
+def describe_commits(path: str, commit_ids: list[str], ledger: Ledger) -> str:
+    """`describe` from the ids of a store's commits (a commit index lists them without reading the store)."""
+    total = len(commit_ids)
     if ledger.problem is not None:
         return "not trusted (the trust ledger is damaged)"
-    own = vouched(graph, ledger)
+    own = sum(1 for c in commit_ids if ledger.owns(c))
     if total == 0:
         return "trusted (empty; what Eggshell records into it is yours)"
     if own == total:

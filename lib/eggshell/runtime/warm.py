@@ -30,7 +30,10 @@ from eggshell.search.rank import Settings
 from eggshell.search.searcher import Searcher
 from eggshell.graph.store import Store
 
-QUERY_WINDOWS = 16  # windows a warm prompt embeds for stored turns not embedded yet (about half a second)
+# Windows a warm prompt embeds for stored turns not embedded yet (about half a second): all of them
+# when that few are missing (a store's first turns), else only those of turns this manager saved
+# itself and has not embedded yet; a backlog (`egg import`, a pull) is embedded in the background.
+QUERY_WINDOWS = 16
 MODEL_THREADS = 1  # the manager's model runs on the thread that asks, so a low-priority one embeds at low priority
 WARM_LOCK_S = 0.05  # a warm commit's wait for a store lock held elsewhere: the worker serves hooks; the journal keeps the turn
 BACKFILL_WINDOWS = 4  # windows embedded per step of the manager: a prompt waits at most for one step
@@ -39,10 +42,14 @@ BACKFILL_WINDOWS = 4  # windows embedded per step of the manager: a prompt waits
 # these rates it does not start on, and answers at once without memory, while the manager loads.
 SNAPSHOT_MB_S = 50.0
 STORE_MB_S = 15.0
-# Past this many seconds of reading (at STORE_MB_S: about 15 MB, 2,000 realistic turns), a cold
-# prompt ranks from the stores' on-disk search index (search/turnindex.py) and reads only the
-# turns it hands over: the 1 s a cold hook may take with memory (issue 30) would not cover the read.
-INDEXED_PAST_S = 1.0
+# Past this many MB of stores, a cold prompt ranks from their on-disk search index
+# (search/turnindex.py) and reads only the turns it hands over. Measured with fresh hook processes
+# (6 Dec 2026, /work/an/p30/cold_threshold.py, realistic turns): reading the store itself took
+# 0.55 s at 30 turns, 0.73 s at 100, 1.16 s at 300 (2.7 MB) and 1.7 to 2.2 s at 1,000 (8.7 MB);
+# from the index 0.52 to 0.73 s at each of those sizes and 0.7 s at 10,000. The whole read is
+# worth its wait while it stays near a second: its handoff may add work of turns the search did
+# not rank (the engine's matching over every stored call), the index's holds what was ranked.
+INDEXED_PAST_MB = 2.5
 INDEX_MB_S = 6.0  # how fast a process brings a search index up to date (bench, 6 Dec 2026: 78 MB in 12 s)
 INDEX_STEP_BYTES = 2 << 20  # one step of the manager's index upkeep (about 250 turns, a quarter second)
 
@@ -324,7 +331,7 @@ class Resources:
         got = self._indexed.get(read)
         if got is not None or self.warm or self.deadline is None:
             return got
-        if self._stored_bytes(read) <= STORE_MB_S * 1e6 * INDEXED_PAST_S:
+        if self._stored_bytes(read) <= INDEXED_PAST_MB * 1e6:
             return None
         import sqlite3
         import time
@@ -411,6 +418,7 @@ class Resources:
             provider = getattr(semantic, "provider", None)
             if provider is not None:
                 provider.query_embed_limit = QUERY_WINDOWS
+                provider.query_embed_first = lambda: self._pending  # a backlog is the background's, never a prompt's
                 provider.threads = MODEL_THREADS
         return s
 

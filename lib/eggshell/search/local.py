@@ -34,6 +34,7 @@ class Provider:
         self._passages: Passages | None = None
         self._bm25_texts: list[str] | None = None
         self.query_embed_limit: int | None = None  # None: semantic.QUERY_EMBED_LIMIT
+        self.query_embed_first = None  # semantic.SemanticIndex.query_embed_first (a warm manager's just-saved turns)
         self.threads: int | None = None  # the model's threads (None: onnxruntime's default, every core)
         # Set by a searcher before it ranks (Searcher.search): candidates are cached only while it
         # is open, i.e. no store they came from gained a tombstone since (graph/tombstones.Unchanged).
@@ -59,6 +60,7 @@ class Provider:
             self._semantic = SemanticIndex(enc, root, self.log)
             if self.query_embed_limit is not None:
                 self._semantic.query_embed_limit = self.query_embed_limit
+            self._semantic.query_embed_first = self.query_embed_first
         return self._semantic
 
     @property

@@ -39,6 +39,10 @@ class SemanticIndex:
         self._cache = None
         self._rows: dict[str, np.ndarray] = {}  # record text -> cache rows of its windows (complete only)
         self.query_embed_limit = QUERY_EMBED_LIMIT  # a warm manager lowers it and fills the rest while idle
+        # Set by a warm manager: the texts of turns it saved itself and has not embedded yet. When
+        # more windows are missing than a query may embed (a backlog: `egg import`, a pull), the
+        # query embeds only theirs, and the backlog is left to the background (issue 30).
+        self.query_embed_first: Callable[[], object] | None = None
         self.query_embed_budget_s = QUERY_EMBED_BUDGET_S
         self.embedded = 0  # windows the last `ensure` embedded
         self._flat: tuple[list[str], np.ndarray, np.ndarray] | None = None  # last candidates: their rows, flattened
@@ -76,7 +80,7 @@ class SemanticIndex:
         return self._windows(text, QUERY_WINDOWS)
 
     def ensure(self, texts: list[str], progress: Callable[[int, int], None] | None = None, limit: int | None = None,
-               budget_s: float | None = None, gate: Callable[[], bool] | None = None) -> list[np.ndarray]:
+               budget_s: float | None = None, gate: Callable[[], bool] | None = None, first=None) -> list[np.ndarray]:
         """Cache rows for each text's windows, embedding (in batches) what the cache lacks.
 
         With `limit`, at most that many windows are embedded now; with `budget_s`, no new batch
@@ -84,6 +88,8 @@ class SemanticIndex:
         made. A text whose windows are not all cached yet gets the rows it has (it is scored
         by them) and is completed by a later call. With `gate` (vectors.VectorCache.put), a
         batch is stored only while the gate is open, and embedding stops at the first it is not.
+        With `first` (a collection of texts), when more than `limit` windows are missing only
+        the missing windows of those texts are embedded (up to `limit`), none of the others.
         """
         cache = self.cache
         cache.check_purge()
@@ -95,13 +101,16 @@ class SemanticIndex:
         if todo:
             cache.refresh()
             if self._sync():  # a purge ran just now: every memo is void, start again
-                return self.ensure(texts, progress, limit, budget_s)
+                return self.ensure(texts, progress, limit, budget_s, gate, first)
             wins = {t: self._windows(t) for t in todo}
             unique = list(dict.fromkeys(w for ws in wins.values() for w in ws))
             rows = cache.lookup(unique) if unique else np.zeros(0, dtype=np.int64)
             missing = [w for w, r in zip(unique, rows) if r < 0]
             if limit is not None and len(missing) > limit:
-                if limit >= QUERY_EMBED_LIMIT:
+                if first is not None:
+                    own = {w for t in todo if t in first for w in wins[t]}
+                    missing = [w for w in missing if w in own]
+                elif limit >= QUERY_EMBED_LIMIT:
                     self.log("%d windows of earlier turns are not embedded yet; embedding %d now (run `egg index` to do the rest)" % (len(missing), limit))
                 missing = missing[:limit]
             size = EMBED_BATCH if budget_s is None else QUERY_BATCH
@@ -137,7 +146,8 @@ class SemanticIndex:
         """(all rows of the candidates' windows, the count per candidate), kept while they are the same."""
         if self._flat is not None and self._flat[0] == texts:
             return self._flat[1], self._flat[2]
-        rows = self.ensure(texts, limit=self.query_embed_limit, budget_s=self.query_embed_budget_s, gate=gate)
+        first = self.query_embed_first() if self.query_embed_first is not None else None
+        rows = self.ensure(texts, limit=self.query_embed_limit, budget_s=self.query_embed_budget_s, gate=gate, first=first)
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         flat = np.concatenate(rows) if lengths.sum() else np.zeros(0, dtype=np.int64)
         if all(t in self._rows for t in texts):  # complete: safe to reuse for the next query

@@ -577,6 +577,19 @@ def test_status_outside_and_inside_a_project(egg, store):
     assert "profiles   work, private, off (default work; a chat picks one with `egg use`)\n" in out
 
 
+def test_status_counts_from_current_indexes_without_reading_the_store(egg, store, monkeypatch):
+    """Issue 30: with its commit and search indexes current, `egg status` (no manager) counts the
+    turns and the trust standing from them, the same lines a whole read prints, never reading the store."""
+    from eggshell.cli import controls
+
+    egg("init")
+    shutil.copy(store.path, egg.cwd / ".eggs" / "work.egg")
+    whole = egg("status")[1]  # small and unindexed: read whole (and its indexes made on the way)
+    monkeypatch.setattr(controls.Store, "open", lambda path: (_ for _ in ()).throw(AssertionError("read whole")))
+    rc, out, _ = egg("status")
+    assert rc == 0 and out == whole and "(2 turns)" in out and "trusted (all 2 commits" in out
+
+
 @pytest.mark.parametrize("path", [".eggs/\\u202etxt.exe\\u202c.egg", ".eggs/\\u2066w\\u2069\\u200f.egg", ".eggs/w\\u001b]0;PWN\\u0007.egg"])
 def test_status_shows_a_repository_store_path_escaped(egg, path):
     """Red team IV (inj_bidi_in_status_path): a store path a repository chose reaches `egg status` escaped."""

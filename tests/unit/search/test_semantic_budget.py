@@ -85,3 +85,30 @@ def test_a_long_query_embeds_only_its_first_windows(tmp_path):
     enc.calls.clear()
     idx.scores("title\nbody", ["record one", "record two"])
     assert enc.calls == [["title", "body"][:semantic.QUERY_WINDOWS]]
+
+
+def test_a_backlog_is_never_embedded_by_a_query_only_the_managers_own_new_turns(tmp_path):
+    """Issue 30: more windows missing than a query may embed (an import of 2,000 turns) and the
+    query embeds none of the backlog, only the windows of the turns the warm manager saved itself
+    (`query_embed_first`); with few missing (a store's first turns) it embeds them all, as before."""
+    enc = WindowedEncoder()
+    idx = semantic.SemanticIndex(enc, str(tmp_path / "cache"))
+    idx.query_embed_limit = 4
+    backlog = ["imported turn %d" % i for i in range(40)]
+    own = ["just saved line one\njust saved line two"]
+    pending: dict = {own[0]: {}}
+    idx.query_embed_first = lambda: pending
+    got = idx.scores("saved", backlog + own)
+    embedded = [w for call in enc.calls[:-1] for w in call]  # the last call embeds the query
+    assert sorted(embedded) == ["just saved line one", "just saved line two"]
+    assert np.isfinite(got).sum() == 1 and np.isfinite(got[-1])
+    # nothing of its own left to embed: the query embeds only itself
+    pending.clear()
+    enc.calls.clear()
+    idx.scores("imported", backlog + own)
+    assert enc.calls == [["imported"]]
+    # a store's first turns: fewer missing than the limit, so the query embeds them
+    few = semantic.SemanticIndex(WindowedEncoder(), str(tmp_path / "few"))
+    few.query_embed_limit = 4
+    few.query_embed_first = lambda: {}
+    assert np.isfinite(few.scores("turn", backlog[:3])).all()
