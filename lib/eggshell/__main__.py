@@ -16,6 +16,7 @@ PROGRAMS = {
     "egg-extract": "eggshell.stages.extract",
     "egg-save": "eggshell.stages.save",
     "egg-manager": "eggshell.runtime.manager",  # started by egg-hook, not a bin/ command
+    "egg-embedder": "eggshell.runtime.embedder",  # started by the manager for a backlog, not a bin/ command
 }
 
 

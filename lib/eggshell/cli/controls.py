@@ -513,6 +513,11 @@ def cmd_status(a, paths: Paths) -> int:
         if standing is not None:
             say("           %s" % standing)
             say("           embedded: not counted (no manager holds this store; `egg index` embeds what is missing and counts it)")
+    from eggshell.runtime import embedder
+
+    backlog = embedder.progress(paths.data_root)
+    if backlog is not None:
+        say("vectors    %s" % embedder.describe(backlog))
     if ledger.problem is not None:
         say("trust      %s" % ledger.problem)
     return 0

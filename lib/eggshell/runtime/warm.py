@@ -152,6 +152,7 @@ class Resources:
         self._indexed: dict[tuple[str, ...], object] = {}  # read set -> search.indexed.IndexedSearcher (cold, big stores)
         self._turn_indexes: dict[str, object] = {}  # store path -> its search.turnindex.TurnIndex (the manager's upkeep)
         self._unindexable: dict[str, tuple] = {}  # store path -> its stamp when its index could not serve it
+        self._embedder_at = float("-inf")  # when this process last started the background embedder
 
     # -- snapshots ----------------------------------------------------------------------
 
@@ -430,7 +431,7 @@ class Resources:
         the manager calls this between requests until nothing is left, so no hook waits
         behind a long embedding run.
         """
-        done = 0
+        done = found = 0
         for s in self._searchers.values():
             provider = getattr(s.semantic, "provider", None)
             if provider is None or done >= limit:
@@ -445,16 +446,41 @@ class Resources:
                     self._pending.clear()  # all their windows are cached now
                 done += idx.embedded
             if s.candidates and done < limit:
+                from eggshell.search.semantic import SCAN_STEP
+
+                before = idx.complete_count()
+                # A step looks up SCAN_STEP texts at most and embeds their windows only when no more
+                # than that many are not embedded (a store's first turns); a backlog goes to the
+                # embedder process, so a prompt waits for one short step at most.
                 with self.unlocked():
-                    self._background(idx.ensure, [c["text"] for c in s.candidates], None, limit - done, None, s.write_gate())
+                    self._background(idx.ensure, [c["text"] for c in s.candidates], None, limit - done, None, s.write_gate(),
+                                     (), SCAN_STEP, True)
                 done += idx.embedded
+                found += max(0, idx.complete_count() - before)  # found complete (embedded elsewhere): more steps to come
+                if idx.backlog and idx.missing and not self._pending:  # (its own new turns are embedded here, first)
+                    self._start_embedder(provider, [st.path for st in s.stores])
             from eggshell.search.background import shipped, texts
 
             if done < limit and shipped(idx.encoder.model_id) is None:  # a model without shipped background vectors (search/background.py)
                 with self.unlocked():
                     self._background(idx.ensure, list(texts()), None, limit - done, None, None)
                 done += idx.embedded
-        return done
+        return done + found
+
+    def _start_embedder(self, provider, stores: list[str]) -> None:
+        """A backlog of stored turns without vectors: start the background embedder (runtime/embedder.py)
+        unless one runs, at most every embedder.SPAWN_EVERY_S."""
+        import time
+
+        from eggshell.runtime import embedder
+
+        now = time.monotonic()
+        if now - self._embedder_at < embedder.SPAWN_EVERY_S or embedder.progress(self.data_root) is not None:
+            return
+        self._embedder_at = now
+        st = provider.settings
+        if embedder.spawn(self.data_root, stores, st.model, st.model_dir, st.cache_dir):
+            self.note("a backlog of stored turns without vectors: the background embedder was started")
 
     def refresh(self) -> None:
         """Bring every search index up to date now (the manager calls this after a turn is saved).

@@ -64,6 +64,11 @@ class Provider:
         return self._semantic
 
     @property
+    def last_embedded(self) -> int:
+        """Windows the last `index` (or query) embedded."""
+        return self._semantic.embedded if self._semantic is not None else 0
+
+    @property
     def model_id(self) -> str | None:
         return self._semantic.encoder.model_id if self._semantic is not None else None
 

@@ -9,6 +9,7 @@ do not grow the cache. Scoring is one matrix product over the cache's rows.
 from __future__ import annotations
 
 import time
+from array import array
 from typing import Callable
 
 import numpy as np
@@ -28,7 +29,14 @@ QUERY_EMBED_BUDGET_S = 4.0
 QUERY_WINDOWS = 1
 OPENING_WINDOWS = 2  # a record's opening: its first windows, where its request's title and description are
 QUERY_BATCH = 32  # windows per cache segment at query time: each is stored as soon as it is made
+# Texts a warm query looks up that no lookup has seen yet (a store's first turns: their windows
+# are looked up and embedded at once); past that a query leaves them to the manager's background
+# steps, each of which looks up SCAN_STEP texts at most. Windowing a text costs about 2 ms, so a
+# query that looked up a backlog of 2,000 unembedded turns took 3.6 s (issue 30).
+QUERY_SCAN = 8
+SCAN_STEP = 32
 NO_SCORE = -np.inf
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 class SemanticIndex:
@@ -38,6 +46,11 @@ class SemanticIndex:
         self.log = log
         self._cache = None
         self._rows: dict[str, np.ndarray] = {}  # record text -> cache rows of its windows (complete only)
+        self._spans: dict[str, array] = {}  # record text -> its windows' (start, end) offsets: windowing runs once per text
+        self._seen: dict[str, float] = {}  # record text not complete -> when a lookup last found it so
+        self.scanned = 0  # texts the last `ensure` looked up
+        self.missing = 0  # windows those texts lacked
+        self.backlog = False  # more texts were not complete than it looked up: only `first`'s were embedded
         self.query_embed_limit = QUERY_EMBED_LIMIT  # a warm manager lowers it and fills the rest while idle
         # Set by a warm manager: the texts of turns it saved itself and has not embedded yet. When
         # more windows are missing than a query may embed (a backlog: `egg import`, a pull), the
@@ -54,6 +67,7 @@ class SemanticIndex:
         if self.cache.epoch == self._epoch:
             return False
         self._rows.clear()
+        self._seen.clear()
         self._flat = None
         self._epoch = self.cache.epoch
         return True
@@ -68,7 +82,21 @@ class SemanticIndex:
         return self._cache
 
     def _windows(self, text: str, most: int = MAX_WINDOWS) -> list[str]:
-        return [w.text for w in self.encoder.windows(text)[:most]]
+        if most != MAX_WINDOWS:
+            return [w.text for w in self.encoder.windows(text)[:most]]
+        spans = self._spans.get(text)
+        if spans is None:
+            ws = self.encoder.windows(text)[:most]
+            if not all(hasattr(w, "start") for w in ws):
+                return [w.text for w in ws]
+            if len(self._spans) > MEMO_LIMIT:
+                self._spans.clear()
+            spans = self._spans[text] = array("I", [x for w in ws for x in (w.start, w.end)])
+        return [text[spans[k]:spans[k + 1]] for k in range(0, len(spans), 2)]
+
+    def complete_count(self) -> int:
+        """How many texts are known to have every window cached."""
+        return len(self._rows)
 
     def complete(self, texts: list[str]) -> int:
         """How many of these texts have every window cached, as the last lookups found (no lookup now)."""
@@ -80,7 +108,8 @@ class SemanticIndex:
         return self._windows(text, QUERY_WINDOWS)
 
     def ensure(self, texts: list[str], progress: Callable[[int, int], None] | None = None, limit: int | None = None,
-               budget_s: float | None = None, gate: Callable[[], bool] | None = None, first=None) -> list[np.ndarray]:
+               budget_s: float | None = None, gate: Callable[[], bool] | None = None, first=None,
+               scan: int | None = None, recheck: bool = False) -> list[np.ndarray]:
         """Cache rows for each text's windows, embedding (in batches) what the cache lacks.
 
         With `limit`, at most that many windows are embedded now; with `budget_s`, no new batch
@@ -90,6 +119,11 @@ class SemanticIndex:
         batch is stored only while the gate is open, and embedding stops at the first it is not.
         With `first` (a collection of texts), when more than `limit` windows are missing only
         the missing windows of those texts are embedded (up to `limit`), none of the others.
+        With `scan`, at most that many texts not complete are looked up (the others get no rows
+        now): `first`'s, then the newest no lookup has seen (a query), or with `recheck` the
+        texts looked at longest ago (a background step); that is a backlog (`backlog`), of which
+        only `first`'s windows are embedded. `missing` is how many windows the texts looked up
+        lack, before `limit`.
         """
         cache = self.cache
         cache.check_purge()
@@ -98,15 +132,28 @@ class SemanticIndex:
             self._rows.clear()
         todo = [t for t in dict.fromkeys(texts) if t not in self._rows]
         partial: dict[str, np.ndarray] = {}
+        self.backlog = scan is not None and len(todo) > scan
+        if self.backlog:
+            seen, firsts = self._seen, (first or ())
+            own = [t for t in todo if t in firsts]
+            if recheck:
+                rest = sorted((t for t in todo if t not in firsts), key=lambda t: seen.get(t, 0.0))
+            else:
+                rest = [t for t in reversed(todo) if t not in seen and t not in firsts]
+            todo = own + rest[:max(0, scan - len(own))]
+            partial = dict.fromkeys(texts, _NO_ROWS)
+        self.scanned = len(todo)
+        self.missing = 0
         if todo:
             cache.refresh()
             if self._sync():  # a purge ran just now: every memo is void, start again
-                return self.ensure(texts, progress, limit, budget_s, gate, first)
+                return self.ensure(texts, progress, limit, budget_s, gate, first, scan, recheck)
             wins = {t: self._windows(t) for t in todo}
             unique = list(dict.fromkeys(w for ws in wins.values() for w in ws))
             rows = cache.lookup(unique) if unique else np.zeros(0, dtype=np.int64)
             missing = [w for w, r in zip(unique, rows) if r < 0]
-            if limit is not None and len(missing) > limit:
+            self.missing = len(missing)
+            if self.backlog or (limit is not None and len(missing) > limit):
                 if first is not None:
                     own = {w for t in todo if t in first for w in wins[t]}
                     missing = [w for w in missing if w in own]
@@ -134,12 +181,17 @@ class SemanticIndex:
             if missing:
                 rows = cache.lookup(unique)
             where = dict(zip(unique, rows.tolist()))
+            now = time.monotonic()
+            if len(self._seen) > MEMO_LIMIT:
+                self._seen.clear()
             for t, ws in wins.items():
                 r = np.asarray([where[w] for w in ws if where[w] >= 0], dtype=np.int64)
                 if len(r) == len(ws):
                     self._rows[t] = r
+                    self._seen.pop(t, None)
                 else:
                     partial[t] = r
+                    self._seen[t] = now
         return [self._rows[t] if t in self._rows else partial[t] for t in texts]
 
     def _flat_rows(self, texts: list[str], gate: Callable[[], bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -147,7 +199,8 @@ class SemanticIndex:
         if self._flat is not None and self._flat[0] == texts:
             return self._flat[1], self._flat[2]
         first = self.query_embed_first() if self.query_embed_first is not None else None
-        rows = self.ensure(texts, limit=self.query_embed_limit, budget_s=self.query_embed_budget_s, gate=gate, first=first)
+        rows = self.ensure(texts, limit=self.query_embed_limit, budget_s=self.query_embed_budget_s, gate=gate, first=first,
+                           scan=QUERY_SCAN if first is not None else None)
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         flat = np.concatenate(rows) if lengths.sum() else np.zeros(0, dtype=np.int64)
         if all(t in self._rows for t in texts):  # complete: safe to reuse for the next query
