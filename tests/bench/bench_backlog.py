@@ -8,9 +8,9 @@ after that save, in one run:
 - warm UserPromptSubmit (a fresh `egg-hook codex` per prompt, each a question like a stored
   turn's, --think seconds apart): median and p90, as a multiple of a bare `python -c pass` in the
   same run, and how many were answered with memory (found lexically while not embedded);
-- the manager's embedding of the backlog meanwhile (`egg status`'s counts from the manager):
-  turns embedded, the rate, and the time the rest would take at it; with --wait, the time until
-  every saved turn is embedded;
+- the manager's embedding of the backlog meanwhile (`egg status`'s counts from the manager) and
+  the background embedder's progress (turns, windows, rate, resident memory); with --wait, the
+  time until the embedder has done the whole backlog and exited, and its peak memory;
 - the manager's resident memory.
 
 Exits 1 if the warm prompt median is over 10 times the bare start (the issue's target) or a
@@ -129,23 +129,24 @@ def main() -> int:
         if p is not None:
             out["embedder"] = {k: p.get(k) for k in ("turns", "done", "windows", "rate_turns_s")}
             out["embedder_rss_mb"] = rss_mb(int(p["pid"]))
-        if a.wait:
-            peak = 0.0
-            while True:
-                p = embedder.progress(data)
-                if p is not None:
-                    peak = max(peak, rss_mb(int(p["pid"])))
-                    out["embedder_rate_turns_s"] = p.get("rate_turns_s")
-                c = counts(data, egg)
-                if isinstance(c.get("embedded"), int) and c["embedded"] >= (c.get("searchable") or 0) > 0:
-                    out["backlog_s"] = time.perf_counter() - saved_at
-                    out["embedder_peak_rss_mb"] = peak
-                    break
-                if time.perf_counter() - saved_at > 4 * 3600:
-                    break
-                time.sleep(10)
         st = wait_manager(data)
         out["rss_mb"] = st["rss_kb"] / 1024
+        if a.wait:  # until the embedder has done the backlog and exited (the manager may idle out meanwhile)
+            peak, quiet = 0.0, 0
+            while time.perf_counter() - saved_at < 4 * 3600:
+                p = embedder.progress(data)
+                if p is not None:
+                    quiet = 0
+                    peak = max(peak, rss_mb(int(p["pid"])))
+                    out["embedder_rate_turns_s"] = p.get("rate_turns_s")
+                    out["embedder_windows"] = p.get("windows")
+                else:
+                    quiet += 1
+                    if quiet >= 3 and peak:
+                        out["backlog_s"] = time.perf_counter() - saved_at
+                        out["embedder_peak_rss_mb"] = peak
+                        break
+                time.sleep(5)
     finally:
         stop_manager(data)
         if not a.keep:

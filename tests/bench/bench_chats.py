@@ -16,8 +16,12 @@ Prints p50/p99/max per event, how many events ran, the manager's resident memory
 load, and how many hooks got no answer in their budget (hook.log); exits 1 if a target is
 missed.
 
+With --backlog, issue 30's case: a new project in hybrid mode whose --turns turns arrive in one
+`egg-save` right before the chats start (an import, a pull), none embedded; the chats then run
+while the manager and the background embedder work through that backlog.
+
     python tests/bench/bench_chats.py [--turns 10000] [--chats 4] [--seconds 120] [--clients 8]
-                                      [--storm 30] [--keep DIR]
+                                      [--storm 30] [--keep DIR] [--backlog]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import argparse
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,11 +43,23 @@ sys.path.insert(0, HERE)
 import realistic  # noqa: E402
 from bench_hook import hook_env, stop_manager, wait_manager  # noqa: E402
 from bench_load import Load, log_lines, parallel, pct  # noqa: E402
-from bench_scale import project  # noqa: E402
+from bench_scale import project, turns_ndjson  # noqa: E402
 
 HOOK = os.path.join(REPO, "bin", "egg-hook")
 TARGET_CHATS_P99_MS = 1000
 TARGET_STORM_P99_MS = 500
+
+
+def backlog_project(d: str) -> tuple[str, str]:
+    """(project, data root), new: hybrid mode, no turn stored yet, nothing embedded."""
+    shutil.rmtree(d, ignore_errors=True)
+    proj, data = os.path.join(d, "proj"), os.path.join(d, "data")
+    os.makedirs(os.path.join(proj, ".eggs"))
+    os.makedirs(data, mode=0o700)
+    with open(os.path.join(proj, ".eggshell.toml"), "w") as f:
+        f.write('egg = ".eggs/work.egg"\n')
+    realistic.write_sources(proj)
+    return proj, data
 
 
 def Timed(env: dict) -> Load:
@@ -107,9 +124,15 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--storm", type=float, default=30.0)
     ap.add_argument("--keep", metavar="DIR", help="build the project under DIR/nTURNS and keep it (bench_scale.py's layout)")
+    ap.add_argument("--backlog", action="store_true",
+                    help="issue 30's case instead: a new project in hybrid mode (the built-in model) whose --turns turns arrive "
+                         "in one egg-save right before the chats start, none of them embedded")
     a = ap.parse_args()
     root = a.keep or tempfile.mkdtemp(prefix="bench-chats-", dir="/tmp")
-    proj, data, _ = project(os.path.join(root, "n%d" % a.turns), a.turns)
+    if a.backlog:
+        proj, data = backlog_project(os.path.join(root, "backlog%d" % a.turns))
+    else:
+        proj, data, _ = project(os.path.join(root, "n%d" % a.turns), a.turns)
     env = dict(hook_env(), EGGSHELL_DATA_ROOT=data, EGGSHELL_MANAGER_IDLE="900")
     base = {"cwd": proj, "model": "m", "permission_mode": "bypassPermissions", "transcript_path": "/dev/null"}
     run_id = "%x" % int(time.time() * 1000)
@@ -121,7 +144,14 @@ def main() -> int:
         t.fire(dict(base, session_id="warm-" + run_id, hook_event_name="SessionStart", source="startup"))
         wait_manager(data)
         chat(t, base, 1000, 0, 0, run_id, at_least=2)  # the first prompt loads the indexes; the second is warm
-        time.sleep(3)
+        if a.backlog:  # then the backlog: one egg-save of every turn, nothing embedded, and the chats at once
+            t0 = time.monotonic()
+            egg = os.path.join(proj, ".eggs", "work.egg")
+            subprocess.run([os.path.join(REPO, "bin", "egg-save"), "--egg", egg, "--root", proj], env=env, check=True,
+                           input=turns_ndjson(0, a.turns, proj), stdout=subprocess.DEVNULL)
+            print("egg-save of %d turns: %.0f s" % (a.turns, time.monotonic() - t0), flush=True)
+        else:
+            time.sleep(3)
         before = log_lines(log, "TimeoutError")
         t = Timed(env)
         until = time.monotonic() + a.seconds
@@ -143,6 +173,10 @@ def main() -> int:
             missed.append("storm PostToolUse p99 %.0f ms (target < %d)" % (p99, TARGET_STORM_P99_MS))
     finally:
         stop_manager(data)
+        if a.backlog:
+            from bench_backlog import stop_embedder
+
+            stop_embedder(data)
         if not a.keep:
             shutil.rmtree(root, ignore_errors=True)
     if missed:

@@ -81,9 +81,9 @@ def spawn(data_root: str, stores: list[str], model: str | None, model_dir: str |
         return False
 
 
-def _views(path: str, data_root: str) -> Iterator[list]:
-    """The store's turns, newest first, CHUNK at a time: through its search index when it is current
-    (memory of a chunk), else from one whole read of the store."""
+def _views(path: str, data_root: str) -> tuple[int, Iterator[list]]:
+    """(how many turns, the store's turns newest first CHUNK at a time): through its search index when
+    it is current (memory of a chunk), else from one whole read of the store."""
     import sqlite3
 
     from eggshell.errors import EggshellError
@@ -102,18 +102,21 @@ def _views(path: str, data_root: str) -> Iterator[list]:
         from eggshell.graph.store import Store
 
         views = turn_views(Store.open(path).graph)[::-1]
-        for i in range(0, len(views), CHUNK):
-            yield views[i:i + CHUNK]
-        return
-    try:
-        for hi in range(docs, 0, -CHUNK):
+        return len(views), (views[i:i + CHUNK] for i in range(0, len(views), CHUNK))
+
+    def chunks() -> Iterator[list]:
+        nonlocal s
+        try:
+            for hi in range(docs, 0, -CHUNK):
+                s.close()
+                s = AppendStore.open(path, data_root)  # a new one: the nodes the last chunk fetched are let go
+                got = [ix.view(s, d) for d in range(hi - 1, max(0, hi - CHUNK) - 1, -1)]
+                yield [v for v, _ in filter(None, got)]
+        finally:
+            ix.close()
             s.close()
-            s = AppendStore.open(path, data_root)  # a new one: the nodes the last chunk fetched are let go
-            got = [ix.view(s, d) for d in range(hi - 1, max(0, hi - CHUNK) - 1, -1)]
-            yield [v for v, _ in filter(None, got)]
-    finally:
-        ix.close()
-        s.close()
+
+    return ix.turns(), chunks()
 
 
 def run(paths: Paths, stores: list[str], settings, log: Callable[[str], None]) -> int:
@@ -144,10 +147,11 @@ def run(paths: Paths, stores: list[str], settings, log: Callable[[str], None]) -
         for path in stores:
             if not os.path.exists(path):
                 continue
-            for chunk in _views(path, paths.data_root):
+            total, chunks = _views(path, paths.data_root)
+            state["turns"] += total
+            for chunk in chunks:
                 if not chunk:
                     continue
-                state["turns"] = max(state["turns"], state["done"] + len(chunk))
                 provider.index(index_items(chunk))
                 state["windows"] += provider.last_embedded
                 state["done"] += len(chunk)
@@ -155,7 +159,6 @@ def run(paths: Paths, stores: list[str], settings, log: Callable[[str], None]) -
                 state["rate_turns_s"] = state["done"] / took if took > 0 else 0.0
                 state["updated"] = time.time()
                 _write(paths.data_root, state)
-            state["turns"] = state["done"]
     finally:
         try:
             os.unlink(state_path(paths.data_root))

@@ -1,8 +1,9 @@
 """BM25 postings in SQLite: the in-memory index's statistics and postings, kept on disk.
 
-The first part of the search side's state on disk (issue 30): a disposable cache of the `.egg`
-stores that any process opens in milliseconds, rebuilt from them when missing, foreign or
-damaged; the stores stay the only authority. Nothing on the product's paths reads it yet.
+Part of the search side's state on disk (issue 30: search/turnindex.py keeps two of these per
+store in one file, under table prefixes): a disposable cache of the `.egg` stores that any
+process opens in milliseconds, rebuilt from them when missing, foreign or damaged; the stores
+stay the only authority.
 
 Why not FTS5: its bm25() has its own idf (negative for common terms, then clamped) and no
 query-term weight, and Python's sqlite3 cannot read a document's term counts back cheaply; the
