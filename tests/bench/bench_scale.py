@@ -138,19 +138,29 @@ def events(base: dict, sid: str, tid: str, i: int) -> list[dict]:
 
 
 def index_ready(data: str, egg: str, since: float, most: float = 1800.0) -> float | None:
-    """Seconds from `since` until the store's search index is current (search/turnindex.py), None past `most`."""
-    from eggshell.graph.commitindex import AppendStore
-    from eggshell.search.turnindex import TurnIndex
+    """Seconds from `since` until the store's commit and search indexes are current (the manager
+    brings them up to date in its background), None past `most`. Reads them only: building one
+    here would hide whether the manager does."""
+    import sqlite3
+
+    from eggshell.graph.commitindex import index_path
+
+    def size(db: str, table: str = "meta") -> int:
+        try:
+            c = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+            try:
+                return int(dict(c.execute("select k, v from %s" % table)).get("size", -1))
+            finally:
+                c.close()
+        except (sqlite3.Error, ValueError, TypeError):
+            return -1
+
+    from eggshell.search.turnindex import index_path as search_path
 
     while time.perf_counter() - since < most:
-        s = AppendStore.open(egg, data)
-        ix = TurnIndex(data, egg)
-        try:
-            if ix.turns() and not ix.behind(s):
-                return time.perf_counter() - since
-        finally:
-            ix.close()
-            s.close()
+        end = os.path.getsize(egg)
+        if size(index_path(data, egg)) == end and size(search_path(data, egg)) == end:
+            return time.perf_counter() - since
         time.sleep(2.0)
     return None
 

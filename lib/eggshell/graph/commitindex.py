@@ -121,6 +121,12 @@ class _Index:
     def meta(self) -> dict:
         return dict(self.db.execute("SELECT k, v FROM meta"))
 
+    def last_commit_fits(self, pread) -> bool:
+        """Whether the last commit line indexed is still that commit at that place (`pread(off, n)`
+        reads the file): an inode can be reused by a compaction's new file of the same size and tail."""
+        row = self.db.execute("SELECT id, off, len FROM commits ORDER BY off DESC LIMIT 1").fetchone()
+        return row is None or last_line_is(pread, row[1], row[2], row[0].hex())
+
     def at(self, table: str, hex_id: str) -> tuple[int, int] | None:
         row = self.db.execute("SELECT off, len FROM %s WHERE id = ?" % table, (bytes.fromhex(hex_id),)).fetchone()
         return row if row is None else (row[0], row[1])
@@ -201,6 +207,91 @@ class _Lazy:
         raise _Partial()
 
 
+def last_line_is(pread, off: int, n: int, commit_id: str) -> bool:
+    """Whether the file holds the line of commit `commit_id` at [off, off+n), newline-ended."""
+    raw = pread(off, n + 1)
+    if len(raw) != n + 1 or raw[-1:] != b"\n":
+        return False
+    try:
+        rec = ef.parse_record(raw[:-1])
+    except ef.RecordError:
+        return False
+    return isinstance(rec, ef.Commit) and rec.id == commit_id
+
+
+def _rows(data: bytes, start: int) -> tuple[list, list, list, dict, bool, int]:
+    """(node rows, commit rows, root rows, header meta, whether a tombstone, unlink or union was met,
+    lines read) of the complete lines [start, start+len(data)); nothing past a tombstone."""
+    nodes, commits, roots, meta, plain, pos, count = [], [], [], {}, False, start, 0
+    for line in data.split(b"\n")[:-1]:
+        n = len(line)
+        d = ujson.loads(line)
+        if "node" in d:
+            nodes.append((bytes.fromhex(d["node"]), pos, n))
+        elif "commit" in d:
+            if d.get("unions"):
+                plain = True
+                break
+            cid = bytes.fromhex(d["commit"])
+            commits.append((cid, pos, n))
+            roots.extend((bytes.fromhex(r), cid) for r in d["roots"])
+        elif "magic" in d:
+            meta.update(authority=d["authority"], version=d["version"], created=str(d.get("created", "")))
+        else:  # a tombstone or an unlink
+            plain = True
+            break
+        pos += n + 1
+        count += 1
+    if plain:
+        return [], [], [], meta, True, count
+    return nodes, commits, roots, meta, False, count
+
+
+def catch_up(data_root: str, store: Store, step: int | None = None) -> int:
+    """Bring the commit index of `store` up to what it has read, without building a Value.
+
+    For a process that holds a whole Store (the warm manager): it read and validated the file up
+    to `store.offset`, so indexing those lines needs only their ids and places. Cold processes then
+    find the index current (a cold prompt reads the turns it hands over through it). `step`: about
+    this many bytes at most, whole lines, the rest on the next call. Bytes indexed (0: current, or
+    the file holds what only a whole read replays)."""
+    if store.ident is None:
+        return 0
+    ix = _Index(index_path(data_root, store.path))
+    fd = None
+    try:
+        fd = os.open(store.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != tuple(store.ident):
+            return 0  # replaced since it was read: the Store reads it again first
+        end = store.offset
+        m = ix.meta()
+
+        def sig(at: int) -> str:
+            return hashlib.sha256(os.pread(fd, min(at, SIG_BYTES), max(0, at - SIG_BYTES))).hexdigest()
+
+        fits = (m.get("schema") == SCHEMA and (m.get("dev"), m.get("ino")) == tuple(store.ident) and 0 <= m.get("size", -1) <= end
+                and sig(m["size"]) == m.get("sig") and ix.last_commit_fits(lambda off, n: os.pread(fd, n, off)))
+        if fits and m.get("plain"):
+            return 0
+        start = m["size"] if fits else 0
+        if start >= end:
+            return 0
+        data = os.pread(fd, end - start, start)
+        if step is not None and len(data) > step:
+            data = data[:data.rfind(b"\n", 0, step) + 1 or data.find(b"\n") + 1]
+        nodes, commits, roots, meta, plain, count = _rows(data, start)
+        at = start + len(data)
+        meta.update(schema=SCHEMA, dev=st.st_dev, ino=st.st_ino, size=at, lines=(int(m.get("lines", 0)) if fits else 0) + count,
+                    sig=sig(at), plain=int(plain))
+        ix.write(meta, nodes, commits, roots, reset=not fits or plain)
+        return len(data)
+    finally:
+        if fd is not None:
+            os.close(fd)
+        ix.close()
+
+
 class AppendStore(Store):
     """A Store for processes that only commit: its Graph knows every id the file holds but
     loads a node only when a commit needs it (see the module docstring). Reading its roots
@@ -211,6 +302,7 @@ class AppendStore(Store):
         self.data_root = data_root  # also whose trust ledger vouches for the commits
         self._index: _Index | None = None
         self._plain: tuple[int, int] | None = None  # (dev, ino) of a file holding what the index cannot replay
+        self._reading = False  # inside a read: an index found not to fit makes it read the file whole (_stale)
         self._fd: int | None = None
 
     @classmethod
@@ -258,6 +350,8 @@ class AppendStore(Store):
         sig = self._pread(max(0, size - SIG_BYTES), min(size, SIG_BYTES))
         if hashlib.sha256(sig).hexdigest() != m.get("sig"):
             return
+        if not self._index.last_commit_fits(self._pread):
+            return  # another file under a reused inode (a compaction) whose size and tail happen to agree
         g = Graph(self.path)
         g.header = ef.Header(m["authority"], int(m["version"]), m["created"])
         g.nodes = _Lazy(self._node)
@@ -284,10 +378,13 @@ class AppendStore(Store):
             self._fd = None
 
     def _read_from(self, f) -> int:
+        self._reading = True
         try:
             n = super()._read_from(f)
-        except _Partial:  # a tombstone to replay needs every root
+        except _Partial:  # a tombstone to replay needs every root, or the index turned out not to fit the file
             n = -1
+        finally:
+            self._reading = False
         if n < 0 or (self._plain == self._ident and isinstance(self.graph.nodes, _Lazy)):
             self._start_over()  # the file holds what only a full read replays: read everything
             n = super()._read_from(f)
@@ -300,31 +397,11 @@ class AppendStore(Store):
         """Index the complete lines [start, start+len(data)) just read (and validated)."""
         if self._index is None or self._plain == self._ident:
             return
-        reset, plain = start == 0, False
-        nodes, commits, roots, pos, meta = [], [], [], start, {}
-        for line in data.split(b"\n")[:-1]:
-            n = len(line)
-            d = ujson.loads(line)
-            if "node" in d:
-                nodes.append((bytes.fromhex(d["node"]), pos, n))
-            elif "commit" in d:
-                if d.get("unions"):
-                    plain = True
-                    break
-                cid = bytes.fromhex(d["commit"])
-                commits.append((cid, pos, n))
-                roots.extend((bytes.fromhex(r), cid) for r in d["roots"])
-            elif "magic" in d:
-                meta.update(authority=d["authority"], version=d["version"], created=str(d.get("created", "")))
-            else:  # a tombstone or an unlink
-                plain = True
-                break
-            pos += n + 1
-        end = start + len(data)
+        nodes, commits, roots, meta, plain, _ = _rows(data, start)
+        reset = start == 0 or plain
         if plain:
             self._plain = self._ident
-            nodes, commits, roots, reset = [], [], [], True
-        meta.update(schema=SCHEMA, dev=self._ident[0], ino=self._ident[1], size=end, lines=self.graph.lines,
+        meta.update(schema=SCHEMA, dev=self._ident[0], ino=self._ident[1], size=start + len(data), lines=self.graph.lines,
                     sig=hashlib.sha256(self._sig[-SIG_BYTES:]).hexdigest(), plain=int(plain))
         try:
             self._index.write(meta, nodes, commits, roots, reset=reset)
@@ -390,6 +467,11 @@ class AppendStore(Store):
             os.unlink(path)
         except OSError:
             pass
+        if self._reading:  # found while reading (another file under a reused inode): read it whole, index nothing now
+            self.note("%s: its commit index did not fit the file (%s); it was removed and is rebuilt on the next run" % (self.path, why))
+            self._index.close()
+            self._index = None
+            raise _Partial()
         raise EggError("%s: its commit index %s does not fit the file (%s; was the file edited in place?). The index "
                        "was removed and is rebuilt on the next run; this run wrote nothing more" % (self.path, path, why))
 

@@ -383,7 +383,11 @@ class Resources:
                     ix = self._turn_indexes[path] = TurnIndex(self.data_root, path)
                     self._closers.append(ix.close)
                 with self.unlocked():
-                    done += ix.update(s, step=step)
+                    from eggshell.graph import commitindex
+
+                    # the commit index first: a cold hook reads the turns it hands over through it
+                    behind = commitindex.catch_up(self.data_root, s, step)
+                    done += ix.update(s, step=step) + (1 if behind else 0)
             except NotIndexed:
                 self._unindexable[path] = stamp  # tombstones or unions: cold hooks read the store itself
             except (IndexDamaged, EggError, OSError, sqlite3.Error) as e:

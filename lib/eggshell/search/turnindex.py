@@ -42,7 +42,7 @@ import ujson
 
 from eggshell.errors import EggshellError
 from eggshell.graph import eggfile as ef
-from eggshell.graph.commitindex import open_private_db
+from eggshell.graph.commitindex import last_line_is, open_private_db
 from eggshell.graph.records import LiveViews, TurnView, searchable_text, tool_inputs
 from eggshell.graph.store import Graph
 from eggshell.paths import file_ident, remove_files_in
@@ -50,7 +50,7 @@ from eggshell.search.postings import DiskBM25
 from eggshell.search.rank import line_terms
 from eggshell.search.terms import terms
 
-SCHEMA = "1"
+SCHEMA = "2"
 SIG_BYTES = 256  # as the commit index: the bytes before the read point that must not change
 MERGE_PAST = 24  # segments a save may leave before they are folded into MERGE_TO (postings.DiskBM25.merge)
 MERGE_TO = 8
@@ -192,12 +192,18 @@ class TurnIndex:
     def _pread(self, off: int, n: int) -> bytes:
         return os.pread(self._fd, n, off)
 
-    def _graph(self, store, at: Iterable[tuple[int, int]]) -> Graph:
+    def _graph(self, store, at: Iterable[tuple]) -> Graph:
         commits = []
-        for off, n in at:
-            rec = ef.parse_record(self._pread(off, n))
-            if not isinstance(rec, ef.Commit):
-                raise NotIndexed("%s: the line at byte %d is no commit; its search index is rebuilt" % (self.store_path, off))
+        for off, n, cid in at:
+            try:
+                rec = ef.parse_record(self._pread(off, n))
+            except ef.RecordError:
+                rec = None
+            if not isinstance(rec, ef.Commit) or not rec.id.startswith(cid):
+                if not self.db.in_transaction:
+                    self.db.execute("delete from meta")  # no longer fits: the next update rebuilds it
+                raise NotIndexed("%s: the line at byte %d is not the commit indexed there (a rewritten file); its search "
+                                 "index is rebuilt" % (self.store_path, off))
             commits.append((rec.time, off, rec))
         g = Graph(store.path)
         g.header = store.graph.header
@@ -228,7 +234,10 @@ class TurnIndex:
         if (m.get("dev"), m.get("ino")) != tuple(store.ident) or int(m.get("size", -1)) > store.offset:
             return False
         size = int(m["size"])
-        return hashlib.sha256(self._pread(max(0, size - SIG_BYTES), min(size, SIG_BYTES))).hexdigest() == m.get("sig")
+        if hashlib.sha256(self._pread(max(0, size - SIG_BYTES), min(size, SIG_BYTES))).hexdigest() != m.get("sig"):
+            return False
+        last = ujson.loads(m["last"]) if m.get("last") else None  # an inode reused by a compaction's new file: its lines moved
+        return last is None or last_line_is(self._pread, last[0], last[1], last[2])
 
     def behind(self, store) -> int:
         """Bytes of `store` not indexed yet (all of them when the index does not fit)."""
@@ -239,26 +248,48 @@ class TurnIndex:
         how many turns were added or re-derived. Raises NotIndexed when the store holds what only
         a whole read replays (tombstones, unions), or when more than `most` bytes are left to read.
         `step`: index about this many bytes at most, whole lines, and leave the rest for the next
-        call (a turn whose commits fall in two steps is derived again in the second)."""
+        call (a turn whose commits fall in two steps is derived again in the second). One
+        transaction, from reading where the index stands to writing where it stands after: two
+        processes updating it at once do it one after the other."""
+        if store.ident is None:
+            return 0  # no file yet: nothing to index
+        db = self.db
+        db.execute("begin immediate")
+        try:
+            changed, plain = self._update(store, most, step)
+            db.execute("commit")
+        except NotIndexed:
+            db.execute("rollback")
+            raise
+        except BaseException:
+            db.execute("rollback")
+            raise
+        if plain:
+            raise NotIndexed("%s holds tombstones or unions: it is read in full" % self.store_path)
+        if changed and self.text.segments() > MERGE_PAST:
+            self.text.merge(MERGE_TO)
+            self.work.merge(MERGE_TO)
+        return changed
+
+    def _update(self, store, most: int | None, step: int | None) -> tuple[int, bool]:
         fits = self.fits(store)
         m = self.meta() if fits else {}
         if fits and m.get("plain"):
-            raise NotIndexed("%s holds tombstones or unions: it is read in full" % self.store_path)
+            return 0, True
         start, end = (int(m.get("size", 0)) if fits else 0), store.offset
         if fits and start == end:
-            return 0
+            return 0, False
         if most is not None and end - start > most:
             raise NotIndexed("%s: %d bytes not indexed yet (%d at most here)" % (self.store_path, end - start, most))
-        if store.ident is None:
-            return 0  # no file yet: nothing to index
         self._open(store)
         data = self._pread(start, end - start) if end > start else b""
         if step is not None and len(data) > step:
             cut = data.rfind(b"\n", 0, step) + 1 or data.find(b"\n") + 1  # whole lines; at least one
             data, end = data[:cut], start + cut
-        touched: dict[str, list[list[int]]] = {}
+        touched: dict[str, list[list]] = {}
         plain = False
         pos = start
+        last = m.get("last") if fits else None
         for line in data.split(b"\n")[:-1]:
             n = len(line)
             if not line.startswith(b'{"node":'):
@@ -267,34 +298,24 @@ class TurnIndex:
                     if d.get("unions"):
                         plain = True
                         break
-                    touched.setdefault(_key(d["session"], d["turn"]), []).append([pos, n])
+                    touched.setdefault(_key(d["session"], d["turn"]), []).append([pos, n, d["commit"][:16]])
+                    last = ujson.dumps([pos, n, d["commit"]])
                 elif "magic" not in d and "node" not in d:
                     plain = True  # a tombstone or an unlink
                     break
             pos += n + 1
-        db = self.db
-        db.execute("begin immediate")
+        if not fits or plain:
+            self._clear()
         try:
-            if not fits or plain:
-                self._clear()
-            if plain:
-                changed = 0
-            else:
-                changed = self._index(store, touched)
-            sig = hashlib.sha256(self._pread(max(0, end - SIG_BYTES), min(end, SIG_BYTES))).hexdigest()
-            db.executemany("insert or replace into meta values (?, ?)", {
-                "schema": SCHEMA, "code": _code_stamp(), "dev": store.ident[0], "ino": store.ident[1], "size": end, "sig": sig,
-                "plain": int(plain)}.items())
-            db.execute("commit")
-        except BaseException:
-            db.execute("rollback")
-            raise
-        if plain:
-            raise NotIndexed("%s holds tombstones or unions: it is read in full" % self.store_path)
-        if self.text.segments() > MERGE_PAST:
-            self.text.merge(MERGE_TO)
-            self.work.merge(MERGE_TO)
-        return changed
+            changed = 0 if plain else self._index(store, touched)
+        except NotIndexed:
+            self._clear()  # a commit it holds is not where it says: nothing of it is kept, the next update rebuilds
+            return 0, False
+        sig = hashlib.sha256(self._pread(max(0, end - SIG_BYTES), min(end, SIG_BYTES))).hexdigest()
+        self.db.executemany("insert or replace into meta values (?, ?)", {
+            "schema": SCHEMA, "code": _code_stamp(), "dev": store.ident[0], "ino": store.ident[1], "size": end, "sig": sig,
+            "plain": int(plain), "last": last or ""}.items())
+        return changed, plain
 
     def _clear(self) -> None:
         for t in ("meta", "turn", "doc", "lterm"):

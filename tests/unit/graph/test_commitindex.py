@@ -283,3 +283,22 @@ def test_a_bad_line_is_named_by_the_full_read(env):
         f.write(b"\n".join(lines))
     with pytest.raises(EggError, match=r":5: not valid JSON"):
         appender(path, data)
+
+
+def test_a_whole_reader_brings_the_index_up_to_date_step_by_step_and_an_appender_resumes_from_it(env):
+    """Issue 30: the warm manager holds a whole Store; catch_up indexes what it read (no Value
+    built), in steps, and an AppendStore then opens lazily from it and commits as a full Store would."""
+    path, data = env
+    s = full(path, data)
+    for i in range(4):
+        commit(s, i)
+    s.refresh()
+    steps = 0
+    while commitindex.catch_up(data, s, step=300):
+        steps += 1
+    assert steps > 1
+    a = appender(path, data)
+    assert isinstance(a.graph.nodes, _Lazy)  # resumed: nothing read again
+    assert commit(a, 4) is not None and commit(a, 1) is None  # a replay is still known as one
+    ref = Store.open(path).graph
+    assert len(ref.commits) == 5 and sorted(a.commit_ids()) == sorted(ref.commits)
