@@ -207,6 +207,20 @@ class _Lazy:
         raise _Partial()
 
 
+def whole_lines(pread, start: int, end: int, step: int | None) -> bytes:
+    """The bytes [start, end) of a file, or with `step` about that many of them, cut after a newline
+    (at least one whole line, however long): what one step of an index's upkeep reads."""
+    if step is None or end - start <= step:
+        return pread(start, end - start)
+    want = step
+    while True:
+        data = pread(start, min(want, end - start))
+        cut = data.rfind(b"\n") + 1
+        if cut or start + len(data) >= end:
+            return data[:cut] if cut else data
+        want *= 2  # one line longer than the step (a tool output of a megabyte): read on to its end
+
+
 def last_line_is(pread, off: int, n: int, commit_id: str) -> bool:
     """Whether the file holds the line of commit `commit_id` at [off, off+n), newline-ended."""
     raw = pread(off, n + 1)
@@ -225,6 +239,11 @@ def _rows(data: bytes, start: int) -> tuple[list, list, list, dict, bool, int]:
     nodes, commits, roots, meta, plain, pos, count = [], [], [], {}, False, start, 0
     for line in data.split(b"\n")[:-1]:
         n = len(line)
+        if line.startswith(b'{"node":"') and line[73:74] == b'"':  # as every writer puts it: the id, without parsing the rest
+            nodes.append((bytes.fromhex(line[9:73].decode("ascii")), pos, n))
+            pos += n + 1
+            count += 1
+            continue
         d = ujson.loads(line)
         if "node" in d:
             nodes.append((bytes.fromhex(d["node"]), pos, n))
@@ -277,9 +296,7 @@ def catch_up(data_root: str, store: Store, step: int | None = None) -> int:
         start = m["size"] if fits else 0
         if start >= end:
             return 0
-        data = os.pread(fd, end - start, start)
-        if step is not None and len(data) > step:
-            data = data[:data.rfind(b"\n", 0, step) + 1 or data.find(b"\n") + 1]
+        data = whole_lines(lambda off, n: os.pread(fd, n, off), start, end, step)
         nodes, commits, roots, meta, plain, count = _rows(data, start)
         at = start + len(data)
         meta.update(schema=SCHEMA, dev=st.st_dev, ino=st.st_ino, size=at, lines=(int(m.get("lines", 0)) if fits else 0) + count,

@@ -51,7 +51,7 @@ STORE_MB_S = 15.0
 # not rank (the engine's matching over every stored call), the index's holds what was ranked.
 INDEXED_PAST_MB = 2.5
 INDEX_MB_S = 6.0  # how fast a process brings a search index up to date (bench, 6 Dec 2026: 78 MB in 12 s)
-INDEX_STEP_BYTES = 2 << 20  # one step of the manager's index upkeep (about 250 turns, a quarter second)
+INDEX_STEP_BYTES = 1 << 19  # one step of the manager's index upkeep (about 65 turns: 0.15 s, what a prompt may wait for)
 
 
 class TooLargeCold(EggshellError):

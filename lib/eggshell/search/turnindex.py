@@ -42,7 +42,7 @@ import ujson
 
 from eggshell.errors import EggshellError
 from eggshell.graph import eggfile as ef
-from eggshell.graph.commitindex import last_line_is, open_private_db
+from eggshell.graph.commitindex import last_line_is, open_private_db, whole_lines
 from eggshell.graph.records import LiveViews, TurnView, searchable_text, tool_inputs
 from eggshell.graph.store import Graph
 from eggshell.paths import file_ident, remove_files_in
@@ -282,10 +282,8 @@ class TurnIndex:
         if most is not None and end - start > most:
             raise NotIndexed("%s: %d bytes not indexed yet (%d at most here)" % (self.store_path, end - start, most))
         self._open(store)
-        data = self._pread(start, end - start) if end > start else b""
-        if step is not None and len(data) > step:
-            cut = data.rfind(b"\n", 0, step) + 1 or data.find(b"\n") + 1  # whole lines; at least one
-            data, end = data[:cut], start + cut
+        data = whole_lines(self._pread, start, end, step) if end > start else b""
+        end = start + len(data)
         touched: dict[str, list[list]] = {}
         plain = False
         pos = start
