@@ -289,8 +289,10 @@ def catch_up(data_root: str, store: Store, step: int | None = None) -> int:
         def sig(at: int) -> str:
             return hashlib.sha256(os.pread(fd, min(at, SIG_BYTES), max(0, at - SIG_BYTES))).hexdigest()
 
-        fits = (m.get("schema") == SCHEMA and (m.get("dev"), m.get("ino")) == tuple(store.ident) and 0 <= m.get("size", -1) <= end
-                and sig(m["size"]) == m.get("sig") and ix.last_commit_fits(lambda off, n: os.pread(fd, n, off)))
+        same = m.get("schema") == SCHEMA and (m.get("dev"), m.get("ino")) == tuple(store.ident) and m.get("size", -1) >= 0
+        if same and m["size"] > end:
+            return 0  # ahead of what this process has read (an egg-save appended since): never moved back
+        fits = same and sig(m["size"]) == m.get("sig") and ix.last_commit_fits(lambda off, n: os.pread(fd, n, off))
         if fits and m.get("plain"):
             return 0
         start = m["size"] if fits else 0

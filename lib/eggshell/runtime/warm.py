@@ -30,10 +30,13 @@ from eggshell.search.rank import Settings
 from eggshell.search.searcher import Searcher
 from eggshell.graph.store import Store
 
-# Windows a warm prompt embeds for stored turns not embedded yet (about half a second): all of them
-# when that few are missing (a store's first turns), else only those of turns this manager saved
-# itself and has not embedded yet; a backlog (`egg import`, a pull) is embedded in the background.
-QUERY_WINDOWS = 16
+# Windows a warm prompt embeds for stored turns not embedded yet: a store's first turns, else only
+# those of turns this manager saved itself and has not embedded yet (their opening first); a backlog
+# (`egg import`, a pull) is embedded in the background. Each costs about 0.1 s on one core: with 16,
+# four chats right after a 10,000-turn import waited 3.1 s a prompt (p99 9.3 s), with 4, 1.5 s
+# (p99 3.4 s; bench_chats --backlog, 6 Dec 2026); a realistic turn has 3.6 windows, and the
+# follow-ups of the four real CLIs (tests/e2e/test_followup.py) still get their prior turn.
+QUERY_WINDOWS = 4
 MODEL_THREADS = 1  # the manager's model runs on the thread that asks, so a low-priority one embeds at low priority
 WARM_LOCK_S = 0.05  # a warm commit's wait for a store lock held elsewhere: the worker serves hooks; the journal keeps the turn
 BACKFILL_WINDOWS = 4  # windows embedded per step of the manager: a prompt waits at most for one step

@@ -240,8 +240,17 @@ class TurnIndex:
         return last is None or last_line_is(self._pread, last[0], last[1], last[2])
 
     def behind(self, store) -> int:
-        """Bytes of `store` not indexed yet (all of them when the index does not fit)."""
+        """Bytes of `store` not indexed yet (all of them when the index does not fit; 0 when it is ahead)."""
+        if self.ahead(store):
+            return 0
         return store.offset - int(self.meta().get("size", 0)) if self.fits(store) else store.offset
+
+    def ahead(self, store) -> bool:
+        """Whether the index describes more of the file than `store` has read (another process saved
+        and indexed since): then it is left as it is, never moved back."""
+        m = self.meta()
+        return (m.get("schema") == SCHEMA and store.ident is not None and (m.get("dev"), m.get("ino")) == tuple(store.ident)
+                and int(m.get("size", -1)) > store.offset)
 
     def update(self, store, most: int | None = None, step: int | None = None) -> int:
         """Index what `store` (a Store or AppendStore, refreshed) holds past what this index has seen;
@@ -272,6 +281,8 @@ class TurnIndex:
         return changed
 
     def _update(self, store, most: int | None, step: int | None) -> tuple[int, bool]:
+        if self.ahead(store):
+            return 0, False
         fits = self.fits(store)
         m = self.meta() if fits else {}
         if fits and m.get("plain"):

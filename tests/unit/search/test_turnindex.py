@@ -203,3 +203,27 @@ def test_a_save_updates_a_current_index_and_leaves_a_missing_one_to_the_manager(
     turnindex.index_appended(s, start, lambda m: None)
     ix = TurnIndex(data, path)
     assert ix.turns() == 0 and ix.behind(s) == s.offset
+
+
+def test_an_index_ahead_of_a_reader_is_never_moved_back(tmp_path, data):
+    """The warm manager's Store may lag an egg-save that appended and indexed since: its upkeep
+    leaves both indexes as they are, and they still serve the newer file."""
+    from eggshell.graph import commitindex
+
+    rng = random.Random(12)
+    path = str(tmp_path / "p" / "work.egg")
+    s = saved(path, data, [(record(rng, i), when(i)) for i in range(5)])
+    first = TurnIndex(data, path)
+    assert first.update(s) == 5
+    first.close()
+    lagging = Store.open(path)  # the manager's view: 5 turns
+    start = s.offset
+    for i in range(5, 8):
+        save_turn(s, record(rng, i), None, when(i))
+    turnindex.index_appended(s, start, lambda m: None)
+    ix = TurnIndex(data, path)
+    assert ix.turns() == 8
+    assert ix.update(lagging) == 0 and ix.turns() == 8 and ix.behind(lagging) == 0
+    assert commitindex.catch_up(data, lagging) == 0
+    again = AppendStore.open(path, data)
+    assert ix.behind(again) == 0 and len(again.commit_ids()) == 8
