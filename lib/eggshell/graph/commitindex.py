@@ -96,6 +96,8 @@ def open_private_db(path: str, wal: bool = False) -> sqlite3.Connection:
 
     try:
         return connect()
+    except sqlite3.OperationalError:
+        raise  # busy or locked by another process: the caller goes on without it; never removed for that
     except sqlite3.DatabaseError:  # not a database (damaged, truncated): disposable, so made anew
         for suffix in ("", "-wal", "-shm", "-journal"):
             try:
