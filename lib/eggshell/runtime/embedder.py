@@ -81,9 +81,10 @@ def spawn(data_root: str, stores: list[str], model: str | None, model_dir: str |
         return False
 
 
-def _views(path: str, data_root: str) -> tuple[int, Iterator[list]]:
-    """(how many turns, the store's turns newest first CHUNK at a time): through its search index when
-    it is current (memory of a chunk), else from one whole read of the store."""
+def _views(path: str, data_root: str, floor: int = 0) -> tuple[int, int | None, Iterator[list]]:
+    """(how many turns, the document count read up to or None, the turns newest first CHUNK at a time):
+    through its search index when it is current (memory of a chunk; only documents from `floor` on,
+    those a pass before this one did not see), else from one whole read of the store."""
     import sqlite3
 
     from eggshell.errors import EggshellError
@@ -101,28 +102,27 @@ def _views(path: str, data_root: str) -> tuple[int, Iterator[list]]:
         from eggshell.graph.records import turn_views
         from eggshell.graph.store import Store
 
-        views = turn_views(Store.open(path).graph)[::-1]
-        return len(views), (views[i:i + CHUNK] for i in range(0, len(views), CHUNK))
+        views = turn_views(Store.open(path).graph)[::-1] if floor == 0 else []
+        return len(views), None, (views[i:i + CHUNK] for i in range(0, len(views), CHUNK))
 
     def chunks() -> Iterator[list]:
         nonlocal s
         try:
-            for hi in range(docs, 0, -CHUNK):
+            for hi in range(docs, floor, -CHUNK):
                 s.close()
                 s = AppendStore.open(path, data_root)  # a new one: the nodes the last chunk fetched are let go
-                got = [ix.view(s, d) for d in range(hi - 1, max(0, hi - CHUNK) - 1, -1)]
+                got = [ix.view(s, d) for d in range(hi - 1, max(floor, hi - CHUNK) - 1, -1)]
                 yield [v for v, _ in filter(None, got)]
         finally:
             ix.close()
             s.close()
 
-    return ix.turns(), chunks()
+    return (ix.turns() if floor == 0 else docs - floor), docs, chunks()
 
 
 def run(paths: Paths, stores: list[str], settings, log: Callable[[str], None]) -> int:
     import portalocker
 
-    from eggshell.graph.records import index_items
     from eggshell.search.local import Provider
 
     d = private_dir(run_dir(paths.data_root))
@@ -144,21 +144,23 @@ def run(paths: Paths, stores: list[str], settings, log: Callable[[str], None]) -
     state = {"pid": os.getpid(), "started": time.time(), "turns": 0, "done": 0, "windows": 0, "rate_turns_s": 0.0}
     _write(paths.data_root, state)  # running: the manager starts no second one
     try:
-        for path in stores:
-            if not os.path.exists(path):
-                continue
-            total, chunks = _views(path, paths.data_root)
-            state["turns"] += total
-            for chunk in chunks:
-                if not chunk:
+        # Passes until a pass finds nothing new: turns saved while it ran (the rest of a long
+        # import) are taken by the next pass, from where the search index stood.
+        upto: dict[str, int] = {}
+        while True:
+            found = False
+            for path in stores:
+                if not os.path.exists(path) or upto.get(path, 0) < 0:
                     continue
-                provider.index(index_items(chunk))
-                state["windows"] += provider.last_embedded
-                state["done"] += len(chunk)
-                took = time.monotonic() - started
-                state["rate_turns_s"] = state["done"] / took if took > 0 else 0.0
-                state["updated"] = time.time()
-                _write(paths.data_root, state)
+                total, docs, chunks = _views(path, paths.data_root, upto.get(path, 0))
+                upto[path] = -1 if docs is None else docs  # a whole read: one pass
+                if total <= 0:
+                    continue
+                found = True
+                state["turns"] += total
+                _embed(provider, chunks, state, started, paths.data_root)
+            if not found:
+                break
     finally:
         try:
             os.unlink(state_path(paths.data_root))
@@ -167,6 +169,21 @@ def run(paths: Paths, stores: list[str], settings, log: Callable[[str], None]) -
         lock.close()
     log("embedded %d windows of %d turns in %.0f s" % (state["windows"], state["done"], time.monotonic() - started))
     return 0
+
+
+def _embed(provider, chunks: Iterator[list], state: dict, started: float, data_root: str) -> None:
+    from eggshell.graph.records import index_items
+
+    for chunk in chunks:
+        if not chunk:
+            continue
+        provider.index(index_items(chunk))
+        state["windows"] += provider.last_embedded
+        state["done"] += len(chunk)
+        took = time.monotonic() - started
+        state["rate_turns_s"] = state["done"] / took if took > 0 else 0.0
+        state["updated"] = time.time()
+        _write(data_root, state)
 
 
 def _write(data_root: str, state: dict) -> None:

@@ -158,3 +158,21 @@ def test_a_warm_manager_leaves_a_backlog_to_the_embedder_and_its_prompts_embed_n
         res.backfill()
         assert idx.embedded == 0
     assert started == [[env.egg]]
+
+
+def test_a_later_pass_reads_only_the_turns_saved_since(store):
+    """A long import goes on while the embedder runs: its next pass takes only the documents the
+    search index gained since the last one, newest first."""
+    path, data = store
+    total, docs, chunks = embedder._views(path, data)
+    assert (total, docs) == (6, 6) and sum(len(c) for c in chunks) == 6
+    s = AppendStore.open(path, data)
+    rng = random.Random(9)
+    for i in range(6, 8):
+        save_turn(s, record(rng, i), None, "2026-12-06T10:01:%02d.000000Z" % i)
+    s.close()
+    total, docs, chunks = embedder._views(path, data, 6)
+    got = [v.turn for c in chunks for v in c]
+    assert (total, docs, got) == (2, 8, ["t7", "t6"])
+    total, docs, chunks = embedder._views(path, data, 8)
+    assert (total, list(chunks)) == (0, [])
