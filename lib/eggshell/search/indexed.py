@@ -83,6 +83,7 @@ class IndexedSearcher:
         self.others: list[Hit] = []
         self.by_id: dict[str, TurnView] = {}
         self._loaded: dict[int, tuple[TurnView, object] | None] = {}  # number -> (view, its Graph)
+        self._kept: list[int] = []  # the numbers the last search handed over or weighed
         self.text = Together([ix.text for _, ix in pairs])
         self.work = Together([ix.work for _, ix in pairs])
         self.base = self.text.base
@@ -126,8 +127,9 @@ class IndexedSearcher:
         ixs = [ix for _, ix in self.pairs]
         stats = [ix.line_stats() for ix in ixs]
         n, total = sum(s[0] for s in stats), sum(s[1] for s in stats)
-        ldf = {t: sum(ix.ldf(t) for ix in ixs) for t in query_weights(q)}
-        weighted = [(t, w) for t, w in query_weights(q).items() if ldf[t]]
+        weights = query_weights(q)
+        ldf = {t: sum(ix.ldf(t) for ix in ixs) for t in weights}
+        weighted = [(t, w) for t, w in weights.items() if ldf[t]]
         if not weighted:
             return []
         lines = []

@@ -117,13 +117,12 @@ class SemanticIndex:
         made. A text whose windows are not all cached yet gets the rows it has (it is scored
         by them) and is completed by a later call. With `gate` (vectors.VectorCache.put), a
         batch is stored only while the gate is open, and embedding stops at the first it is not.
-        With `first` (a collection of texts), when more than `limit` windows are missing only
-        the missing windows of those texts are embedded (up to `limit`), none of the others.
         With `scan`, at most that many texts not complete are looked up (the others get no rows
-        now): `first`'s, then the newest no lookup has seen (a query), or with `recheck` the
-        texts looked at longest ago (a background step); that is a backlog (`backlog`), of which
-        only `first`'s windows are embedded. `missing` is how many windows the texts looked up
-        lack, before `limit`.
+        now): `first`'s (a collection of texts), then the newest no lookup has seen (a query), or
+        with `recheck` the texts looked at longest ago (a background step). That is a backlog
+        (`backlog`): only `first`'s windows are embedded then (up to `limit`). Fewer texts not
+        complete (a store's first turns) have their missing windows embedded up to `limit`, as
+        without `scan`. `missing` is how many windows the texts looked up lack, before `limit`.
         """
         cache = self.cache
         cache.check_purge()
@@ -154,8 +153,8 @@ class SemanticIndex:
             missing = [w for w, r in zip(unique, rows) if r < 0]
             self.missing = len(missing)
             if self.backlog or (limit is not None and len(missing) > limit):
-                if first is not None:
-                    own = {w for t in todo if t in first for w in wins[t]}
+                if self.backlog:
+                    own = {w for t in todo if t in (first or ()) for w in wins[t]}
                     missing = [w for w in missing if w in own]
                 elif limit >= QUERY_EMBED_LIMIT:
                     self.log("%d windows of earlier turns are not embedded yet; embedding %d now (run `egg index` to do the rest)" % (len(missing), limit))

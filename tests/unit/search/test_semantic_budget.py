@@ -112,3 +112,19 @@ def test_a_backlog_is_never_embedded_by_a_query_only_the_managers_own_new_turns(
     few.query_embed_limit = 4
     few.query_embed_first = lambda: {}
     assert np.isfinite(few.scores("turn", backlog[:3])).all()
+
+
+def test_a_few_turns_with_more_windows_missing_than_a_step_embeds_are_embedded_step_by_step(tmp_path):
+    """A store's first turn, saved where no manager ran (a cold Stop, `egg import`), with more
+    windows missing than one background step embeds: no backlog, so each step embeds `limit` of
+    them until the turn is complete (never left waiting for an embedder that is not started)."""
+    enc = WindowedEncoder()
+    idx = semantic.SemanticIndex(enc, str(tmp_path / "cache"))
+    turn = "\n".join("line %d of the only turn" % i for i in range(10))
+    steps = 0
+    while not idx.complete([turn]):
+        idx.ensure([turn], None, 4, None, None, (), semantic.SCAN_STEP, True)
+        assert not idx.backlog and idx.embedded <= 4
+        steps += 1
+        assert steps <= 3
+    assert steps == 3
